@@ -1,0 +1,43 @@
+"""Resources: where the vault and the home are, and how documents are read and extracted."""
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from engramrag.extract.base import Extractor
+from engramrag.extract.registry import make_extractor
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+from assets.partitions import BUCKET_COUNT
+
+STORE_POOL = "engram_stores"
+
+
+class EngramStores(dg.ConfigurableResource):
+    """The vault a lifecycle reads and the home folder its stores live in."""
+
+    home: str = Field(description="Home folder of the stores (catalog, quads, vectors, decisions).")
+    vault: str = Field(description="The Markdown vault folder.")
+    extractor: str = Field(default="rules", description="Extractor backend: rules (offline default).")
+    max_file_bytes: int = Field(default=2_000_000, description="Files larger than this are rejected.")
+
+    def home_dir(self) -> Home:
+        return Home.at(self.home)
+
+    def vault_dir(self) -> Path:
+        return Path(self.vault).expanduser().resolve()
+
+    def vault_config(self) -> VaultConfig:
+        return VaultConfig(bucket_count=BUCKET_COUNT, max_file_bytes=self.max_file_bytes)
+
+    def make_extractor(self) -> Extractor:
+        return make_extractor(self.extractor)
+
+
+def stores_from_env() -> EngramStores:
+    return EngramStores(
+        home=dg.EnvVar("ENGRAM_HOME"),
+        vault=dg.EnvVar("ENGRAM_VAULT"),
+        extractor=dg.EnvVar("ENGRAM_EXTRACTOR"),
+    )

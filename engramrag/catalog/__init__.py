@@ -1,0 +1,1 @@
+"""The DuckDB catalog: documents, chunks, mentions, statements, extraction runs and builds."""

@@ -1,0 +1,58 @@
+"""Opening the catalog. Writers hold ``Home.writing()``; readers hold ``Home.reading()``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+from engramrag.catalog.schema import SCHEMA_VERSION, TABLES
+from engramrag.store import Home
+
+
+class BucketCountMismatch(RuntimeError):
+    pass
+
+
+@contextmanager
+def catalog_writer(home: Home, bucket_count: int) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-write connection under the home's exclusive lock, with the schema in place."""
+    with home.writing():
+        connection = duckdb.connect(str(home.catalog_path))
+        try:
+            connection.execute(TABLES)
+            _check_meta(connection, bucket_count)
+            yield connection
+        finally:
+            connection.close()
+
+
+@contextmanager
+def catalog_reader(home: Home) -> Iterator[duckdb.DuckDBPyConnection | None]:
+    """A read-only connection under the home's shared lock, or None when nothing was built yet."""
+    with home.reading():
+        if not home.catalog_path.exists():
+            yield None
+            return
+        connection = duckdb.connect(str(home.catalog_path), read_only=True)
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
+def _check_meta(connection: duckdb.DuckDBPyConnection, bucket_count: int) -> None:
+    rows = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+    if not rows:
+        connection.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("schema_version", str(SCHEMA_VERSION)), ("bucket_count", str(bucket_count))],
+        )
+        return
+    built_with = int(rows["bucket_count"])
+    if built_with != bucket_count:
+        raise BucketCountMismatch(
+            f"this home was built with {built_with} buckets but {bucket_count} are configured; "
+            f"set ENGRAM_BUCKETS={built_with}, or build into a new --home to change the bucket count."
+        )

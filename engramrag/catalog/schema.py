@@ -1,0 +1,133 @@
+"""Catalog tables. Bump SCHEMA_VERSION with any change; an older catalog is migrated or rebuilt."""
+
+SCHEMA_VERSION = 1
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id VARCHAR PRIMARY KEY,
+    path VARCHAR NOT NULL UNIQUE,
+    bucket INTEGER NOT NULL,
+    title VARCHAR,
+    author VARCHAR,
+    agent_authored BOOLEAN NOT NULL,
+    body_hash VARCHAR NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    text VARCHAR NOT NULL,
+    front_matter JSON,
+    seen_run VARCHAR,
+    gone BOOLEAN NOT NULL DEFAULT FALSE,
+    extracted_hash VARCHAR,
+    extractor VARCHAR,
+    extracted_at TIMESTAMP,
+    quads INTEGER NOT NULL DEFAULT 0,
+    statements INTEGER NOT NULL DEFAULT 0,
+    entities INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE IF NOT EXISTS chunks (
+    doc_id VARCHAR NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    text VARCHAR NOT NULL,
+    char_start INTEGER NOT NULL,
+    char_end INTEGER NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    heading_path VARCHAR,
+    PRIMARY KEY (doc_id, chunk_index)
+);
+
+CREATE TABLE IF NOT EXISTS entities (
+    doc_id VARCHAR NOT NULL,
+    entity_key VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    aliases VARCHAR[],
+    mentions INTEGER NOT NULL,
+    first_line INTEGER,
+    PRIMARY KEY (doc_id, entity_key)
+);
+
+CREATE TABLE IF NOT EXISTS statements (
+    doc_id VARCHAR NOT NULL,
+    statement_id VARCHAR NOT NULL,
+    subject VARCHAR NOT NULL,
+    predicate VARCHAR NOT NULL,
+    label VARCHAR,
+    object VARCHAR NOT NULL,
+    object_is_entity BOOLEAN NOT NULL,
+    role VARCHAR NOT NULL,
+    char_start INTEGER,
+    char_end INTEGER,
+    line_start INTEGER,
+    line_end INTEGER,
+    extractor VARCHAR NOT NULL,
+    PRIMARY KEY (doc_id, statement_id)
+);
+
+CREATE TABLE IF NOT EXISTS decisions (
+    doc_id VARCHAR NOT NULL,
+    entity_key VARCHAR NOT NULL,
+    title VARCHAR NOT NULL,
+    decided_on VARCHAR,
+    status VARCHAR,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    supersedes VARCHAR[],
+    superseded_by VARCHAR[],
+    PRIMARY KEY (doc_id, entity_key)
+);
+
+CREATE TABLE IF NOT EXISTS rejected_documents (
+    path VARCHAR PRIMARY KEY,
+    bucket INTEGER NOT NULL,
+    reason VARCHAR NOT NULL,
+    message VARCHAR NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    run_id VARCHAR,
+    detected_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS extraction_runs (
+    run_id VARCHAR,
+    doc_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    bucket INTEGER NOT NULL,
+    status VARCHAR NOT NULL,
+    extractor VARCHAR NOT NULL,
+    extractor_version VARCHAR NOT NULL,
+    model VARCHAR,
+    latency_ms DOUBLE NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    quads INTEGER NOT NULL DEFAULT 0,
+    error VARCHAR,
+    finished_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS deletions (
+    run_id VARCHAR,
+    doc_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    bucket INTEGER NOT NULL,
+    quads_removed INTEGER NOT NULL,
+    deleted_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS builds (
+    run_id VARCHAR PRIMARY KEY,
+    finished_at TIMESTAMP NOT NULL,
+    buckets VARCHAR,
+    documents INTEGER NOT NULL,
+    extracted INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    unchanged INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    rejected INTEGER NOT NULL,
+    quads BIGINT NOT NULL,
+    statements BIGINT NOT NULL
+);
+"""

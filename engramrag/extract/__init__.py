@@ -1,0 +1,1 @@
+"""Extractors turn one document into entities, relations and statements."""

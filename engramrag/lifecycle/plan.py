@@ -1,0 +1,93 @@
+"""What changed in the vault since the catalog last saw it, bucket by bucket.
+
+Used by ``engram build`` to choose the buckets to run, and by the vault sensor, which examines a capped
+number of files per tick and resumes from a cursor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engramrag.catalog.connection import catalog_reader
+from engramrag.lifecycle.scan import scan_vault
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+from engramrag.vault.ids import short_hash
+from engramrag.vault.markdown import content_hash
+
+
+@dataclass
+class ChangePlan:
+    changes: dict[int, list[str]] = field(default_factory=dict)  # bucket -> "path:what" entries
+    examined: int = 0
+    complete: bool = True  # False when the cap stopped the scan before the end
+    resume_after: str = ""  # the last path examined, for the next tick
+
+    @property
+    def buckets(self) -> list[int]:
+        return sorted(self.changes)
+
+    def fingerprint(self, bucket: int) -> str:
+        """A content-derived key of one bucket's changes: the same changes give the same run key."""
+        return short_hash(*sorted(self.changes[bucket]))
+
+
+def plan_changes(
+    home: Home, vault: Path, config: VaultConfig, max_files: int | None = None, resume_after: str = ""
+) -> ChangePlan:
+    """Compare the vault with the catalog. A file whose size or modification time differs from the catalog
+    is read and hashed; only a different hash counts as a change. At most ``max_files`` files are read."""
+    files = scan_vault(vault, config)
+    manifest, rejected = _manifest(home)
+    plan = ChangePlan()
+    present = {file.path for file in files}
+    for path, (bucket, _, _, _) in manifest.items():
+        if path not in present:
+            plan.changes.setdefault(bucket, []).append(f"{path}:deleted")
+    for path, (bucket, _, _) in rejected.items():
+        if path not in present:
+            plan.changes.setdefault(bucket, []).append(f"{path}:rejected-gone")
+    ordered = [file for file in files if file.path > resume_after] + [f for f in files if f.path <= resume_after]
+    for file in ordered:
+        known = manifest.get(file.path)
+        if known is not None and (known[2], known[3]) == (file.size_bytes, file.mtime_ns):
+            continue
+        if file.path in rejected and rejected[file.path][1:] == (file.size_bytes, file.mtime_ns):
+            continue
+        if max_files is not None and plan.examined >= max_files:
+            plan.complete = False
+            break
+        plan.examined += 1
+        plan.resume_after = file.path
+        if known is None:
+            plan.changes.setdefault(file.bucket, []).append(f"{file.path}:new:{file.size_bytes}:{file.mtime_ns}")
+            continue
+        try:
+            digest = content_hash(file.absolute.read_bytes())
+        except OSError:
+            digest = "unreadable"
+        if digest != known[1]:
+            plan.changes.setdefault(file.bucket, []).append(f"{file.path}:{digest}")
+    if plan.complete:
+        plan.resume_after = ""
+    return plan
+
+
+def _manifest(home: Home) -> tuple[dict[str, tuple[int, str, int, int]], dict[str, tuple[int, int, int]]]:
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return {}, {}
+        documents = {
+            path: (bucket, body_hash, size, mtime)
+            for path, bucket, body_hash, size, mtime in catalog.execute(
+                "SELECT path, bucket, body_hash, size_bytes, mtime_ns FROM documents WHERE NOT gone"
+            ).fetchall()
+        }
+        rejected = {
+            path: (bucket, size, mtime)
+            for path, bucket, size, mtime in catalog.execute(
+                "SELECT path, bucket, size_bytes, mtime_ns FROM rejected_documents"
+            ).fetchall()
+        }
+    return documents, rejected

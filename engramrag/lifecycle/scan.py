@@ -1,0 +1,50 @@
+"""Listing the vault: which files are documents, and which bucket each falls in."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from engramrag.vault.config import VaultConfig
+from engramrag.vault.ids import bucket_of
+
+
+@dataclass(frozen=True)
+class VaultFile:
+    path: str  # vault-relative, POSIX
+    absolute: Path
+    bucket: int
+    size_bytes: int
+    mtime_ns: int
+
+
+class VaultMissing(FileNotFoundError):
+    pass
+
+
+def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None = None) -> list[VaultFile]:
+    """Every Markdown file of the vault (optionally only those in ``buckets``), sorted by path.
+    Hidden files and folders (``.git``, ``.obsidian``, ``.engram``) are skipped."""
+    if not vault.is_dir():
+        raise VaultMissing(f"vault folder {vault} does not exist; pass --vault DIR or set ENGRAM_VAULT.")
+    wanted = set(buckets) if buckets is not None else None
+    found: list[VaultFile] = []
+    for folder, subfolders, files in os.walk(vault):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        for name in files:
+            if name.startswith(".") or not name.lower().endswith(config.suffixes):
+                continue
+            absolute = Path(folder) / name
+            relative = absolute.relative_to(vault).as_posix()
+            bucket = bucket_of(relative, config.bucket_count)
+            if wanted is not None and bucket not in wanted:
+                continue
+            try:
+                stat = absolute.stat()
+            except OSError:
+                continue  # vanished between listing and stat; the next scan sees it gone
+            found.append(VaultFile(relative, absolute, bucket, stat.st_size, stat.st_mtime_ns))
+    found.sort(key=lambda file: file.path)
+    return found

@@ -1,0 +1,205 @@
+"""Stage one: bring the catalog's ``documents`` rows of some buckets in line with the vault.
+
+New and changed files are parsed and stored (text included, so extraction never re-reads a file that may
+have changed again); files that are gone are marked ``gone`` for the extraction stage to clean up; files that
+cannot be read are recorded in ``rejected_documents`` with the reason, and the rest go on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.lifecycle.scan import VaultFile, scan_vault
+from engramrag.progress import Progress
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+from engramrag.vault.errors import DocumentRejected
+from engramrag.vault.markdown import content_hash, parse_document
+
+DOCUMENT_COLUMNS = [
+    "doc_id",
+    "path",
+    "bucket",
+    "title",
+    "author",
+    "agent_authored",
+    "body_hash",
+    "size_bytes",
+    "mtime_ns",
+    "text",
+    "front_matter",
+    "seen_run",
+]
+
+
+@dataclass
+class SyncSummary:
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    gone: list[str] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)  # path -> message
+
+    def merge(self, other: SyncSummary) -> None:
+        self.new += other.new
+        self.changed += other.changed
+        self.unchanged += other.unchanged
+        self.gone += other.gone
+        self.rejected.update(other.rejected)
+
+
+def sync_documents(
+    home: Home,
+    vault: Path,
+    config: VaultConfig,
+    buckets: list[int],
+    run_id: str | None,
+    verify_hashes: bool = False,
+) -> SyncSummary:
+    """Sync the given buckets. With ``verify_hashes`` every file is read and hashed; otherwise a file whose
+    size and modification time match the catalog is taken as unchanged without reading it."""
+    files = scan_vault(vault, config, buckets)
+    by_bucket: dict[int, list[VaultFile]] = {bucket: [] for bucket in buckets}
+    for file in files:
+        by_bucket[file.bucket].append(file)
+    summary = SyncSummary()
+    progress = Progress("read documents", len(files))
+    for bucket in buckets:
+        with catalog_writer(home, config.bucket_count) as catalog:
+            summary.merge(_sync_bucket(catalog, config, bucket, by_bucket[bucket], run_id, verify_hashes, progress))
+    return summary
+
+
+def _sync_bucket(
+    catalog: duckdb.DuckDBPyConnection,
+    config: VaultConfig,
+    bucket: int,
+    files: list[VaultFile],
+    run_id: str | None,
+    verify_hashes: bool,
+    progress: Progress,
+) -> SyncSummary:
+    summary = SyncSummary()
+    known = {
+        path: (body_hash, size, mtime, gone)
+        for path, body_hash, size, mtime, gone in catalog.execute(
+            "SELECT path, body_hash, size_bytes, mtime_ns, gone FROM documents WHERE bucket = ?", [bucket]
+        ).fetchall()
+    }
+    rejected_before = {
+        path: (size, mtime)
+        for path, size, mtime in catalog.execute(
+            "SELECT path, size_bytes, mtime_ns FROM rejected_documents WHERE bucket = ?", [bucket]
+        ).fetchall()
+    }
+    upserts: list[dict] = []
+    touched: list[tuple[str, int]] = []  # unchanged content, new mtime
+    rejected_rows: list[dict] = []
+    now = datetime.now(UTC)
+    seen = set()
+    for file in files:
+        seen.add(file.path)
+        progress.advance()
+        previous = known.get(file.path)
+        if file.path in rejected_before and rejected_before[file.path] == (file.size_bytes, file.mtime_ns):
+            summary.rejected[file.path] = "unchanged since rejected"
+            continue
+        if (
+            previous is not None
+            and not previous[3]
+            and not verify_hashes
+            and (previous[1], previous[2]) == (file.size_bytes, file.mtime_ns)
+            and file.path not in rejected_before
+        ):
+            summary.unchanged += 1
+            continue
+        try:
+            raw = file.absolute.read_bytes()
+        except OSError as error:
+            rejected_rows.append(_rejected(file, "unreadable", f"{file.path}: cannot be read ({error}).", run_id, now))
+            summary.rejected[file.path] = str(error)
+            continue
+        if previous is not None and not previous[3] and len(raw) <= config.max_file_bytes:
+            if content_hash(raw) == previous[0]:
+                touched.append((file.path, file.mtime_ns))
+                summary.unchanged += 1
+                continue
+        try:
+            document = parse_document(raw, file.path, config)
+        except DocumentRejected as rejection:
+            rejected_rows.append(_rejected(file, rejection.reason, rejection.message, run_id, now))
+            summary.rejected[file.path] = rejection.message
+            continue
+        if previous is not None and not previous[3] and document.body_hash == previous[0]:
+            touched.append((file.path, file.mtime_ns))
+            summary.unchanged += 1
+            continue
+        (summary.changed if previous is not None and not previous[3] else summary.new).append(file.path)
+        upserts.append(
+            {
+                "doc_id": document.doc_id,
+                "path": document.path,
+                "bucket": document.bucket,
+                "title": document.title,
+                "author": document.author,
+                "agent_authored": document.agent_authored,
+                "body_hash": document.body_hash,
+                "size_bytes": document.size_bytes,
+                "mtime_ns": file.mtime_ns,
+                "text": document.text,
+                "front_matter": json.dumps(document.front_matter, ensure_ascii=False),
+                "seen_run": run_id,
+            }
+        )
+    summary.gone = sorted(path for path, row in known.items() if path not in seen and not row[3])
+    fine_now = [path for path in rejected_before if path not in summary.rejected]
+
+    catalog.execute("BEGIN TRANSACTION")
+    try:
+        if upserts:
+            frame = pd.DataFrame(upserts, columns=DOCUMENT_COLUMNS)
+            catalog.register("incoming_documents", frame)
+            catalog.execute(
+                f"""INSERT INTO documents ({", ".join(DOCUMENT_COLUMNS)})
+                SELECT {", ".join(DOCUMENT_COLUMNS)} FROM incoming_documents
+                ON CONFLICT (doc_id) DO UPDATE SET
+                {", ".join(f"{column} = excluded.{column}" for column in DOCUMENT_COLUMNS[1:])}, gone = FALSE"""
+            )
+            catalog.unregister("incoming_documents")
+        if touched:
+            catalog.executemany("UPDATE documents SET mtime_ns = ? WHERE path = ?", [(m, p) for p, m in touched])
+        if summary.gone:
+            catalog.execute("UPDATE documents SET gone = TRUE WHERE list_contains(?, path)", [summary.gone])
+        if fine_now:
+            catalog.execute("DELETE FROM rejected_documents WHERE list_contains(?, path)", [fine_now])
+        for row in rejected_rows:
+            catalog.execute(
+                """INSERT OR REPLACE INTO rejected_documents
+                VALUES ($path, $bucket, $reason, $message, $size_bytes, $mtime_ns, $run_id, $detected_at)""",
+                row,
+            )
+        catalog.execute("COMMIT")
+    except BaseException:
+        catalog.execute("ROLLBACK")
+        raise
+    return summary
+
+
+def _rejected(file: VaultFile, reason: str, message: str, run_id: str | None, now: datetime) -> dict:
+    return {
+        "path": file.path,
+        "bucket": file.bucket,
+        "reason": reason,
+        "message": message,
+        "size_bytes": file.size_bytes,
+        "mtime_ns": file.mtime_ns,
+        "run_id": run_id,
+        "detected_at": now,
+    }

@@ -1,0 +1,1 @@
+"""RDF vocabulary, per-document named graphs and the quad store."""

@@ -1,0 +1,109 @@
+"""The quad store: per-document named graphs on disk.
+
+rdflib's in-memory store holds a million quads in several GB of Python objects and must be reloaded in
+every process, so the data lives in an Oxigraph store (RocksDB on disk) instead. Graphs are built with
+rdflib terms and handed to Oxigraph as one SPARQL update per document, which Oxigraph applies in a single
+transaction: a document's graphs are replaced whole or not at all. ``rdflib_dataset`` gives an rdflib view
+of the same store through oxrdflib for callers that want rdflib's API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyoxigraph as ox
+from rdflib import Dataset, URIRef
+
+from engramrag.ontology.graphs import DocumentGraphs, Triple
+from engramrag.ontology.vocab import document_graphs
+
+EXPORT_FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}
+
+
+class QuadStore:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        self.path = path
+        if read_only:
+            self._store = ox.Store.read_only(str(path))
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            self._store = ox.Store(str(path))
+
+    @classmethod
+    @contextmanager
+    def opened(cls, path: Path, read_only: bool = False) -> Iterator[QuadStore]:
+        store = cls(path, read_only=read_only)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        if hasattr(self._store, "flush"):
+            try:
+                self._store.flush()
+            except OSError:
+                pass  # read-only stores cannot flush
+        del self._store
+
+    def replace_document(self, relative_path: str, graphs: DocumentGraphs | None) -> int:
+        """Atomically drop a document's graphs and insert the new ones (None: only drop). Returns the number
+        of quads that were there before."""
+        assertion, analysis = document_graphs(relative_path)
+        before = self.count_document(relative_path)
+        parts = [f"DROP SILENT GRAPH <{assertion}> ;", f"DROP SILENT GRAPH <{analysis}> ;"]
+        if graphs is not None and graphs.quad_count:
+            parts.append("INSERT DATA {")
+            for name, triples in ((graphs.assertion_iri, graphs.assertion), (graphs.analysis_iri, graphs.analysis)):
+                if triples:
+                    parts.append(f"GRAPH <{name}> {{")
+                    parts.extend(_ntriple(triple) for triple in triples)
+                    parts.append("}")
+            parts.append("}")
+        self._store.update("\n".join(parts))
+        return before
+
+    def count_document(self, relative_path: str) -> int:
+        return sum(self.count_graph(graph) for graph in document_graphs(relative_path))
+
+    def count_graph(self, graph: URIRef | str) -> int:
+        return sum(1 for _ in self._store.quads_for_pattern(None, None, None, ox.NamedNode(str(graph))))
+
+    def named_graphs(self) -> list[str]:
+        return [graph.value for graph in self._store.named_graphs() if isinstance(graph, ox.NamedNode)]
+
+    def quad_count(self) -> int:
+        return len(self._store)
+
+    def query(self, sparql: str):
+        return self._store.query(sparql)
+
+    def export(self, output: Path | str, fmt: str, relative_path: str | None = None) -> int:
+        """Write the dataset, or one document's graphs, as N-Quads or TriG. Returns the number of quads."""
+        if fmt not in EXPORT_FORMATS:
+            raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+        quads = list(self._document_quads(relative_path)) if relative_path else list(self._all_document_quads())
+        ox.serialize(quads, str(output), EXPORT_FORMATS[fmt])
+        return len(quads)
+
+    def _document_quads(self, relative_path: str) -> Iterable[ox.Quad]:
+        for graph in document_graphs(relative_path):
+            yield from self._store.quads_for_pattern(None, None, None, ox.NamedNode(str(graph)))
+
+    def _all_document_quads(self) -> Iterable[ox.Quad]:
+        for graph in sorted(self.named_graphs()):
+            yield from self._store.quads_for_pattern(None, None, None, ox.NamedNode(graph))
+
+
+def rdflib_dataset(path: Path) -> Dataset:
+    """An rdflib Dataset over the on-disk store (oxrdflib). Close it before a writer opens the store."""
+    dataset = Dataset(store="Oxigraph")
+    dataset.open(str(path))
+    return dataset
+
+
+def _ntriple(triple: Triple) -> str:
+    subject, predicate, obj = triple
+    return f"{subject.n3()} {predicate.n3()} {obj.n3()} ."

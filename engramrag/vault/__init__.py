@@ -1,0 +1,1 @@
+"""Reading a Markdown vault: files, front matter, links, chunks, hashes and buckets."""

@@ -1,0 +1,24 @@
+"""How the vault is read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class VaultConfig:
+    bucket_count: int = field(
+        default=16, metadata={"help": "Number of hash buckets (Dagster partitions) documents are spread over."}
+    )
+    max_file_bytes: int = field(
+        default=2_000_000, metadata={"help": "Files larger than this are rejected, not read."}
+    )
+    suffixes: tuple[str, ...] = field(
+        default=(".md", ".markdown"), metadata={"help": "File suffixes read as Markdown documents."}
+    )
+    agent_folder: str = field(
+        default="learned", metadata={"help": "Top-level folder whose notes are flagged as agent-authored."}
+    )
+    chunk_chars: int = field(
+        default=1200, metadata={"help": "Target size of a chunk; sections longer than this are split at paragraphs."}
+    )

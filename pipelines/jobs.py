@@ -1,0 +1,12 @@
+"""Jobs over the lifecycle assets."""
+
+import dagster as dg
+
+from assets.partitions import bucket_partitions
+
+document_lifecycle_job = dg.define_asset_job(
+    "document_lifecycle",
+    selection=dg.AssetSelection.groups("lifecycle"),
+    partitions_def=bucket_partitions,
+    description="Sync, extract and catalogue the documents of one or more hash buckets, then run the checks.",
+)
