@@ -25,6 +25,7 @@ EXPORT_FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}
 class QuadStore:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         if read_only:
             self._store = ox.Store.read_only(str(path))
         else:
@@ -41,11 +42,8 @@ class QuadStore:
             store.close()
 
     def close(self) -> None:
-        if hasattr(self._store, "flush"):
-            try:
-                self._store.flush()
-            except OSError:
-                pass  # read-only stores cannot flush
+        if not self.read_only:
+            self._store.flush()
         del self._store
 
     def replace_document(self, relative_path: str, graphs: DocumentGraphs | None) -> int:

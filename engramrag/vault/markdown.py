@@ -41,7 +41,7 @@ def parse_document(raw: bytes, relative_path: str, config: VaultConfig) -> Docum
         ) from None
     text = normalised_text(text)
     front_matter, body_start = _front_matter(text, relative_path)
-    masked = _mask_code(text, body_start)
+    masked = mask_code(text, body_start)
 
     headings = tuple(_headings(text, masked, body_start))
     title = _title(front_matter, headings, relative_path)
@@ -120,7 +120,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _mask_code(text: str, body_start: int) -> str:
+def mask_code(text: str, body_start: int) -> str:
     """The text with front matter and fenced code blocks blanked out (same length, newlines kept), so that
     headings, links and tags inside code are not read as structure."""
     chars = list(text)
@@ -132,6 +132,9 @@ def _mask_code(text: str, body_start: int) -> str:
             if chars[index] != "\n":
                 chars[index] = " "
     return "".join(chars)
+
+
+_mask_code = mask_code  # the former private name, kept for callers that used it
 
 
 def _headings(text: str, masked: str, body_start: int):

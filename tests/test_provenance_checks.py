@@ -1,0 +1,64 @@
+"""The asset checks pass on a clean build and fail on a corrupted catalog or quad store."""
+
+from __future__ import annotations
+
+import dagster as dg
+import duckdb
+import pyoxigraph as ox
+
+from assets.catalog import document_catalog
+from engramrag.ontology.quadstore import QuadStore
+from engramrag.ontology.vocab import PAV, PROV, analysis_graph_iri, document_iri
+from pipelines.checks import provenance_checks
+from tests.conftest import Lifecycle
+
+
+def check_results(lifecycle: Lifecycle) -> dict[str, bool]:
+    result = dg.materialize(
+        [document_catalog, *provenance_checks],
+        instance=lifecycle.instance,
+        resources={"engram": lifecycle.stores},
+        raise_on_error=False,
+    )
+    return {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
+
+
+def test_checks_pass_after_a_clean_build(lifecycle: Lifecycle):
+    result = lifecycle.run_all()
+    evaluations = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert evaluations == {
+        "quads_belong_to_live_documents": True,
+        "statements_name_document_and_extractor": True,
+        "analysis_graphs_hold_no_author_assertions": True,
+    }
+
+
+def test_a_document_missing_from_the_catalog_fails_quads_belong_to_live_documents(lifecycle: Lifecycle):
+    lifecycle.run_all()
+    with lifecycle.home.writing():
+        connection = duckdb.connect(str(lifecycle.home.catalog_path))
+        connection.execute("DELETE FROM documents WHERE path = 'tools/duckdb.md'")
+        connection.close()
+    assert check_results(lifecycle)["quads_belong_to_live_documents"] is False
+
+
+def test_a_statement_without_its_document_fails_statements_name_document_and_extractor(lifecycle: Lifecycle):
+    lifecycle.run_all()
+    graph = str(document_iri("tools/duckdb.md"))
+    with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
+        store._store.update(
+            f"DELETE {{ GRAPH <{graph}> {{ ?s <{PROV.wasDerivedFrom}> ?d }} }} "
+            f"WHERE {{ GRAPH <{graph}> {{ ?s <{PROV.wasDerivedFrom}> ?d }} }}"
+        )
+    results = check_results(lifecycle)
+    assert results["statements_name_document_and_extractor"] is False
+    assert results["quads_belong_to_live_documents"] is True
+
+
+def test_an_author_assertion_in_an_analysis_graph_fails_its_check(lifecycle: Lifecycle):
+    lifecycle.run_all()
+    analysis = ox.NamedNode(str(analysis_graph_iri("tools/duckdb.md")))
+    with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
+        store._store.add(ox.Quad(ox.NamedNode("https://example.org/s"), ox.NamedNode(str(PAV.authoredBy)),
+                                 ox.NamedNode("https://example.org/someone"), analysis))
+    assert check_results(lifecycle)["analysis_graphs_hold_no_author_assertions"] is False

@@ -1,0 +1,98 @@
+"""The vault sensor asks for exactly the changed buckets, with run keys derived from the changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import dagster as dg
+
+from engramrag.lifecycle.plan import plan_changes
+from engramrag.vault.config import VaultConfig
+from pipelines.schedules import daily_consistency_pass
+from pipelines.sensors import vault_sensor
+from tests.conftest import Lifecycle
+
+
+def evaluate(lifecycle: Lifecycle, cursor: str | None = None):
+    context = dg.build_sensor_context(
+        instance=lifecycle.instance, cursor=cursor, resources={"engram": lifecycle.stores}
+    )
+    return vault_sensor(context)
+
+
+def requested(result) -> dict[str, str]:
+    return {request.partition_key: request.run_key for request in (result.run_requests or [])}
+
+
+def test_sensor_requests_only_changed_buckets_with_stable_run_keys(lifecycle: Lifecycle, vault: Path):
+    first = requested(evaluate(lifecycle))
+    assert len(first) >= 10  # an empty catalog: every bucket that has documents
+
+    lifecycle.run_all()
+    assert requested(evaluate(lifecycle)) == {}
+
+    edited, deleted = "projects/falcon.md", "tools/grafana.md"
+    with (vault / edited).open("a", encoding="utf-8") as handle:
+        handle.write("\nA new line.\n")
+    (vault / deleted).unlink()
+    changed = requested(evaluate(lifecycle))
+    assert set(changed) == {lifecycle.bucket(edited), lifecycle.bucket(deleted)}
+    assert requested(evaluate(lifecycle)) == changed  # a retried tick asks for the same runs
+
+    with (vault / edited).open("a", encoding="utf-8") as handle:
+        handle.write("\nAnother line.\n")
+    assert requested(evaluate(lifecycle))[lifecycle.bucket(edited)] != changed[lifecycle.bucket(edited)]
+
+    lifecycle.run_buckets(sorted(changed))
+    assert requested(evaluate(lifecycle)) == {}
+
+
+def test_touching_a_file_without_changing_it_requests_nothing(lifecycle: Lifecycle, vault: Path):
+    lifecycle.run_all()
+    note = vault / "projects/falcon.md"
+    note.write_bytes(note.read_bytes())  # new modification time, same content
+    assert requested(evaluate(lifecycle)) == {}
+
+
+def test_the_scan_is_capped_per_tick_and_resumes_from_its_cursor(lifecycle: Lifecycle, vault: Path):
+    lifecycle.run_all()
+    names = ["a-new.md", "b-new.md", "c-new.md"]
+    for name in names:
+        (vault / name).write_text(f"# {name}\n", encoding="utf-8")
+    config = VaultConfig()
+    seen: list[str] = []
+    cursor = ""
+    for _ in range(3):
+        plan = plan_changes(lifecycle.home, vault, config, max_files=1, resume_after=cursor)
+        assert plan.examined == 1
+        seen += [entry.split(":")[0] for entries in plan.changes.values() for entry in entries]
+        cursor = plan.resume_after
+    assert sorted(seen) == names
+    assert plan.complete is False or plan.resume_after == ""
+
+
+def test_daily_consistency_pass_runs_every_bucket_and_rehashes():
+    context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 30, 3, 0))
+    request = daily_consistency_pass(context)
+    assert request.tags["dagster/asset_partition_range_start"] == "00"
+    assert request.tags["dagster/asset_partition_range_end"] == "15"
+    assert request.run_config["ops"]["documents"]["config"]["verify_hashes"] is True
+    assert request.run_key == "consistency-2026-11-30"
+
+
+def test_definitions_load_with_lineage_checks_sensor_and_schedule():
+    from pipelines.definitions import defs
+
+    repository = defs.get_repository_def()
+    keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
+    assert keys == {"documents", "document_quads", "document_catalog"}
+    graph = repository.asset_graph
+    assert graph.get(dg.AssetKey("document_catalog")).parent_keys == {dg.AssetKey("document_quads")}
+    assert {check.name for check in graph.asset_check_keys} == {
+        "quads_belong_to_live_documents",
+        "statements_name_document_and_extractor",
+        "analysis_graphs_hold_no_author_assertions",
+    }
+    assert repository.get_sensor_def("vault_sensor")
+    assert repository.get_schedule_def("daily_consistency_pass")
