@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from engramrag.lifecycle.extraction import extract_documents
-from engramrag.lifecycle.sync import sync_documents
 from assets.partitions import bucket_partitions, buckets_of
 from assets.resources import STORE_POOL, EngramStores
+from engramrag.lifecycle.extraction import extract_documents
+from engramrag.lifecycle.sync import sync_documents
 
 
 class DocumentsConfig(dg.Config):

@@ -5,11 +5,11 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from assets.partitions import BUCKET_COUNT
 from engramrag.extract.base import Extractor
 from engramrag.extract.registry import make_extractor
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
-from assets.partitions import BUCKET_COUNT
 
 STORE_POOL = "engram_stores"
 

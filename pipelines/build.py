@@ -37,10 +37,7 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
     from pipelines.checks import provenance_checks
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
-    if full:
-        buckets = list(range(BUCKET_COUNT))
-    else:
-        buckets = plan_changes(home, vault, config).buckets
+    buckets = list(range(BUCKET_COUNT)) if full else plan_changes(home, vault, config).buckets
     stores = EngramStores(home=str(home.root), vault=str(vault), extractor=extractor)
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:

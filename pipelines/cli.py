@@ -8,12 +8,15 @@ import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 from engramrag.store import Home, StoreBusy
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Dagster flags the beta/preview parameters we use (single-run backfills, pools); users need not see that.
+    warnings.filterwarnings("ignore", message=r".*is currently in (beta|preview)")
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

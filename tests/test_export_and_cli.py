@@ -104,7 +104,9 @@ def test_cli_build_status_export_end_to_end(vault: Path, tmp_path: Path):
     assert exported.returncode == 0, exported.stderr
     dataset = rdflib.Dataset()
     dataset.parse(data=exported.stdout, format="nquads")
-    assert len(dataset) == 0 and sum(1 for _ in dataset.quads()) > 10
+    quads = list(dataset.quads())
+    assert len(quads) > 10
+    assert {str(graph) for *_, graph in quads} == {str(g) for g in document_graphs("people/minji-park.md")}
 
     # the runs are in the home's Dagster instance, the one `engram dev` shows
     assert (home / "dagster" / "dagster.yaml").exists()

@@ -71,8 +71,9 @@ def test_editing_one_document_re_extracts_only_it_and_leaves_no_stale_triple(lif
     assert objects_of(lifecycle, FALCON, "reviewer")
     assert not any(owner_line in quad for quad in graph_quads(lifecycle, FALCON))
     assert graph_quads(lifecycle, untouched) == before_untouched
-    chunks = lifecycle.sql("SELECT string_agg(text, ' ') FROM chunks c JOIN documents d USING (doc_id) WHERE path = ?",
-                           [FALCON])[0][0]
+    chunks = lifecycle.sql(
+        "SELECT string_agg(c.text, ' ') FROM chunks c JOIN documents d USING (doc_id) WHERE path = ?", [FALCON]
+    )[0][0]
     assert "Reviewer: Sarah Lee" in chunks and owner_line not in chunks
 
 

@@ -95,7 +95,7 @@ def test_bad_files_are_rejected_with_a_reason_and_advice(raw: bytes, reason: str
 def test_crlf_and_bom_hash_like_lf():
     lf = parse("# Title\n\nbody\n")
     crlf = parse("\ufeff# Title\r\n\r\nbody\r\n".encode())
-    assert lf.body_hash == crlf.body_hash == content_hash("# Title\r\n\r\nbody\r\n".encode())
+    assert lf.body_hash == crlf.body_hash == content_hash(b"# Title\r\n\r\nbody\r\n")
 
 
 def test_scan_skips_hidden_folders_and_non_markdown(tmp_path: Path):

@@ -21,7 +21,7 @@ def catalog_writer(home: Home, bucket_count: int) -> Iterator[duckdb.DuckDBPyCon
     with home.writing():
         connection = duckdb.connect(str(home.catalog_path))
         try:
-            connection.execute(TABLES)
+            _ensure_schema(connection)
             _check_meta(connection, bucket_count)
             yield connection
         finally:
@@ -40,6 +40,14 @@ def catalog_reader(home: Home) -> Iterator[duckdb.DuckDBPyConnection | None]:
             yield connection
         finally:
             connection.close()
+
+
+def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
+    created = connection.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'builds'"
+    ).fetchone()[0]
+    if not created:
+        connection.execute(TABLES)
 
 
 def _check_meta(connection: duckdb.DuckDBPyConnection, bucket_count: int) -> None:

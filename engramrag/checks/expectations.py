@@ -19,10 +19,21 @@ def validate_frame(name: str, frame: pd.DataFrame, expectations: list[Any]) -> t
     """Validate ``frame`` against great-expectations ``expectations``; return success and, per failed
     expectation, its type, column and a few unexpected values."""
     import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
 
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    # In memory, no docs site on disk, no progress bars: a check must leave nothing behind.
+    context = gx.get_context(
+        mode="ephemeral",
+        project_config=DataContextConfig(
+            store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
+            progress_bars=ProgressBarsConfig(globally=False),
+            analytics_enabled=False,
+        ),
+    )
     batch = (
         context.data_sources.add_pandas(f"{name}_source")
         .add_dataframe_asset(name)

@@ -97,7 +97,8 @@ def analysis_graphs_hold_no_author_assertions(home: Home) -> CheckOutcome:
     import great_expectations.expectations as gxe
 
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
-        rows = [(s["g"].value, s["s"].value, str(s["author"].value)) for s in quads.query(AUTHOR_ASSERTIONS_IN_ANALYSIS)]
+        solutions = quads.query(AUTHOR_ASSERTIONS_IN_ANALYSIS)
+        rows = [(s["g"].value, s["s"].value, str(s["author"].value)) for s in solutions]
     frame = pd.DataFrame(rows, columns=["graph", "subject", "author"])
     passed, failures = validate_frame(
         "analysis_authorship", frame, [gxe.ExpectTableRowCountToEqual(value=0)]

@@ -18,7 +18,7 @@ import pandas as pd
 from engramrag.catalog.connection import catalog_writer
 from engramrag.extract.base import Extraction, Extractor
 from engramrag.extract.registry import extractor_id
-from engramrag.ontology.graphs import build_document_graphs, statement_id
+from engramrag.ontology.graphs import DocumentGraphs, build_document_graphs, statement_id
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.progress import Progress
 from engramrag.store import Home
@@ -88,7 +88,8 @@ def _extract_bucket(
 
     deletions = []
     for doc_id, path in gone:
-        removed = quads.replace_document(path, None)
+        removed = quads.count_document(path)
+        quads.replace_document(path, None)
         summary.deleted.append(path)
         summary.quads_removed += removed
         deletions.append({"run_id": run_id, "doc_id": doc_id, "path": path, "bucket": bucket,
@@ -98,13 +99,13 @@ def _extract_bucket(
     rows: dict[str, list[dict]] = {table: [] for table in DERIVED_TABLES}
     done: list[dict] = []
     runs: list[dict] = []
+    written: list[tuple[str, DocumentGraphs]] = []
     for doc_id, path, text, _ in pending:
         started = time.perf_counter()
         try:
             document = parse_document(text.encode("utf-8"), path, config)
             extraction = extractor.extract(document)
             graphs = build_document_graphs(document, extraction)
-            quads.replace_document(path, graphs)
         except Exception as error:  # one document's failure must not stop the bucket
             latency = (time.perf_counter() - started) * 1000
             summary.failed[path] = f"{type(error).__name__}: {error}"
@@ -113,6 +114,7 @@ def _extract_bucket(
             progress.advance()
             continue
         latency = (time.perf_counter() - started) * 1000
+        written.append((path, graphs))
         summary.extracted.append(path)
         summary.quads_written += graphs.quad_count
         summary.latencies_ms.append(latency)
@@ -124,6 +126,7 @@ def _extract_bucket(
                              graphs.quad_count, now, None))
         progress.advance()
 
+    quads.replace_documents(written)
     _write_bucket(catalog, gone, deletions, done, rows, runs)
     return summary
 

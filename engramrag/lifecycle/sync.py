@@ -126,11 +126,10 @@ def _sync_bucket(
             rejected_rows.append(_rejected(file, "unreadable", f"{file.path}: cannot be read ({error}).", run_id, now))
             summary.rejected[file.path] = str(error)
             continue
-        if previous is not None and not previous[3] and len(raw) <= config.max_file_bytes:
-            if content_hash(raw) == previous[0]:
-                touched.append((file.path, file.mtime_ns))
-                summary.unchanged += 1
-                continue
+        if previous is not None and not previous[3] and content_hash(raw) == previous[0]:
+            touched.append((file.path, file.mtime_ns))
+            summary.unchanged += 1
+            continue
         try:
             document = parse_document(raw, file.path, config)
         except DocumentRejected as rejection:

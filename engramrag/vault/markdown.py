@@ -19,6 +19,7 @@ FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 WIKI_LINK = re.compile(r"(?<!!)\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n]+))?\]\]")
 MARKDOWN_LINK = re.compile(r"(?<!!)\[([^\[\]\n]+)\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 INLINE_TAG = re.compile(r"(?:(?<=\s)|^)#([\w][\w/-]*)", re.MULTILINE)
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 AGENT_AUTHOR = re.compile(r"^(agent|bot|ai)[:/]", re.IGNORECASE)
 
 
@@ -92,7 +93,7 @@ def _front_matter(text: str, relative_path: str) -> tuple[dict[str, Any], int]:
             )
         return {}, 0
     try:
-        loaded = yaml.safe_load(match.group(1) or "") or {}
+        loaded = yaml.load(match.group(1) or "", Loader=SAFE_LOADER) or {}
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         line = f" near line {where.line + 2}" if where is not None else ""

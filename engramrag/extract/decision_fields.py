@@ -1,0 +1,151 @@
+"""The fields of a decision record: status, date and supersession references, each with its exact range.
+
+Ranges are ``(start, end)`` offsets into the document text; a reference is kept as written (a link target
+such as ``0002-use-x.md``, ``ADR-0002``, or a dated title such as ``2026-05-02: Move the catalog``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from engramrag.extract.textutil import ISO_DATE, valid_date
+
+FIELD_LINE = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?P<bold>\*\*|__)?(?P<key>status|date|decided|상태|날짜|일자|결정일)(?:\*\*|__)?"
+    r"[ \t]*[:：](?:\*\*|__)?[ \t]*(?P<value>.*?)[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+SUPERSEDE_LINE = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?=(?:superseded|replaced|supersedes|replaces)(?![A-Za-z]))",
+    re.IGNORECASE | re.MULTILINE,
+)
+SUPERSEDE_PHRASE = re.compile(
+    r"(?<![A-Za-z])(?P<phrase>superseded[ \t]+by|replaced[ \t]+by|supersedes|replaces)(?![A-Za-z])"
+    r"(?:\*\*|__)?[ \t]*[:：]?(?:\*\*|__)?[ \t]*",
+    re.IGNORECASE,
+)
+MARKDOWN_LINK = re.compile(r"\[[^\[\]\n]+\]\((?P<target>[^()\s]+)(?:\s+\"[^\"]*\")?\)")
+WIKI_LINK = re.compile(r"\[\[(?P<target>[^\[\]|#\n]+)[^\[\]\n]*\]\]")
+PLAIN_REFERENCE = re.compile(r"[^,;()\[\]\n]+")
+SEPARATOR = re.compile(r"[ \t]*[,;][ \t]*")
+STATUS_WORD = re.compile(
+    r"(?<![A-Za-z])(accepted|approved|adopted|proposed|draft|rejected|declined|deprecated|superseded|replaced|"
+    r"obsolete|retired)(?![A-Za-z])|(?<![가-힣])(채택|승인|확정|결정|제안|검토|기각|반려|폐기|대체)[가-힣]*",
+    re.IGNORECASE,
+)
+STATUS_NAMES = {
+    "accepted": "accepted", "approved": "accepted", "adopted": "accepted", "채택": "accepted",
+    "승인": "accepted", "확정": "accepted", "결정": "accepted", "proposed": "proposed", "draft": "proposed",
+    "제안": "proposed", "검토": "proposed", "rejected": "rejected", "declined": "rejected", "기각": "rejected",
+    "반려": "rejected", "deprecated": "deprecated", "retired": "deprecated", "폐기": "deprecated",
+    "superseded": "superseded", "replaced": "superseded", "대체": "superseded", "obsolete": "obsolete",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Found:
+    """A value and the range it was found at; ``label`` is the field's name as written."""
+
+    value: str
+    start: int
+    end: int
+    label: str
+
+
+@dataclass
+class Fields:
+    date: Found | None = None
+    status: Found | None = None
+    supersedes: list[Found] = field(default_factory=list)
+    superseded_by: list[Found] = field(default_factory=list)
+    consumed: list[tuple[int, int]] = field(default_factory=list)  # the field lines, left out of key–value rules
+
+    def merge_references(self, text: str, start: int, end: int) -> None:
+        for kind, found in references(text, start, end):
+            target = self.supersedes if kind == "supersedes" else self.superseded_by
+            if all((f.start, f.end) != (found.start, found.end) for f in target):
+                target.append(found)
+
+
+def scan_fields(text: str, start: int, end: int) -> Fields:
+    """Status, date and supersession lines in ``text[start:end]`` (the first status and date win)."""
+    fields = Fields()
+    for match in FIELD_LINE.finditer(text, start, end):
+        key, value_start, value_end = match.group("key"), match.start("value"), match.end("value")
+        value_start, value_end = _strip_markup(text, value_start, value_end)
+        line = (match.start(), match.end())
+        if key.casefold() in ("status", "상태"):
+            if fields.status is None:
+                fields.status = parse_status(text, value_start, value_end, key)
+            fields.merge_references(text, value_start, value_end)
+            fields.consumed.append(line)
+        elif fields.date is None:
+            date = ISO_DATE.search(text, value_start, value_end)
+            if date and valid_date(date):
+                fields.date = Found(date.group(0), date.start(), date.end(), key)
+                fields.consumed.append(line)
+    for match in SUPERSEDE_LINE.finditer(text, start, end):
+        line_end = text.find("\n", match.end())
+        line_end = end if line_end < 0 or line_end > end else line_end
+        fields.merge_references(text, match.end(), line_end)
+        fields.consumed.append((match.start(), line_end))
+    return fields
+
+
+def parse_status(text: str, start: int, end: int, label: str) -> Found | None:
+    """The normalised status named in ``text[start:end]``: the first known status word, else the value itself
+    in lower case when it is short."""
+    word = STATUS_WORD.search(text, start, end)
+    if word:
+        name = (word.group(1) or word.group(2)).casefold()
+        return Found(STATUS_NAMES[name], word.start(), word.end(), label)
+    value = text[start:end].strip().rstrip(".")
+    if value and len(value) <= 40 and not value.startswith(("[", "(")):
+        return Found(re.sub(r"\s+", " ", value.casefold()), start, start + len(value), label)
+    return None
+
+
+def references(text: str, start: int, end: int) -> list[tuple[str, Found]]:
+    """``("supersedes" | "superseded_by", reference)`` pairs for every supersession phrase in the range;
+    several references after one phrase are separated by commas or semicolons."""
+    found: list[tuple[str, Found]] = []
+    for phrase in SUPERSEDE_PHRASE.finditer(text, start, end):
+        words = phrase.group("phrase")
+        kind = "superseded_by" if words.casefold().endswith("by") else "supersedes"
+        position = phrase.end()
+        while True:
+            reference, after = _reference_at(text, position, end, words)
+            if reference is None:
+                break
+            found.append((kind, reference))
+            separator = SEPARATOR.match(text, after, end)
+            if separator is None:
+                break
+            position = separator.end()
+    return found
+
+
+def _reference_at(text: str, position: int, end: int, label: str) -> tuple[Found | None, int]:
+    """The reference starting at ``position`` and where its source text ends."""
+    for pattern in (MARKDOWN_LINK, WIKI_LINK):
+        link = pattern.match(text, position, end)
+        if link:
+            return Found(link.group("target"), link.start("target"), link.end("target"), label), link.end()
+    plain = PLAIN_REFERENCE.match(text, position, end)
+    if not plain:
+        return None, position
+    ref_start, ref_end = _strip_markup(text, plain.start(), plain.end())
+    while ref_end > ref_start and text[ref_end - 1] in ".:":
+        ref_end -= 1
+    if ref_end <= ref_start:
+        return None, position
+    return Found(text[ref_start:ref_end], ref_start, ref_end, label), plain.end()
+
+
+def _strip_markup(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start] in "*_ \t":
+        start += 1
+    while end > start and text[end - 1] in "*_ \t":
+        end -= 1
+    return start, end
