@@ -47,6 +47,8 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
             "dagster/asset_partition_range_end": bucket_key(max(buckets)),
             "engram/trigger": "cli",
         }
+        if full:
+            tags["engram/pass"] = "consistency"
         run_config["ops"] = {"documents": {"config": {"verify_hashes": full}}}
     else:
         selection = [document_catalog]

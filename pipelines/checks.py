@@ -6,6 +6,7 @@ from assets.catalog import document_catalog
 from assets.resources import EngramStores
 from engramrag.checks import provenance
 from engramrag.checks.expectations import CheckOutcome
+from engramrag.lifecycle.summary import documents_written_in
 
 
 def _result(outcome: CheckOutcome) -> dg.AssetCheckResult:
@@ -24,16 +25,32 @@ def quads_belong_to_live_documents(engram: EngramStores) -> dg.AssetCheckResult:
     return _result(provenance.quads_belong_to_live_documents(engram.home_dir()))
 
 
+def _written_scope(context: dg.AssetCheckExecutionContext, engram: EngramStores) -> list[str] | None:
+    """Graphs change only when a run writes them, so a run checks what it wrote; the nightly consistency
+    pass (and any run tagged engram/pass=consistency) checks everything."""
+    if context.run.tags.get("engram/pass") == "consistency":
+        return None
+    return documents_written_in(engram.home_dir(), context.run.run_id)
+
+
 @dg.asset_check(asset=document_catalog, description="Every Statement node names the document it was derived "
-                "from (prov:wasDerivedFrom, its own graph's document) and its extractor (pav:createdBy).")
-def statements_name_document_and_extractor(engram: EngramStores) -> dg.AssetCheckResult:
-    return _result(provenance.statements_name_document_and_extractor(engram.home_dir()))
+                "from (prov:wasDerivedFrom, its own graph's document) and its extractor (pav:createdBy). "
+                "Checks the graphs the run wrote; the consistency pass checks all.")
+def statements_name_document_and_extractor(
+    context: dg.AssetCheckExecutionContext, engram: EngramStores
+) -> dg.AssetCheckResult:
+    home = engram.home_dir()
+    return _result(provenance.statements_name_document_and_extractor(home, _written_scope(context, engram)))
 
 
 @dg.asset_check(asset=document_catalog, description="Analysis graphs hold machine inferences only: no "
-                "pav:authoredBy triple appears in any <doc>#analysis graph.")
-def analysis_graphs_hold_no_author_assertions(engram: EngramStores) -> dg.AssetCheckResult:
-    return _result(provenance.analysis_graphs_hold_no_author_assertions(engram.home_dir()))
+                "pav:authoredBy triple appears in any <doc>#analysis graph. Checks the graphs the run wrote; "
+                "the consistency pass checks all.")
+def analysis_graphs_hold_no_author_assertions(
+    context: dg.AssetCheckExecutionContext, engram: EngramStores
+) -> dg.AssetCheckResult:
+    home = engram.home_dir()
+    return _result(provenance.analysis_graphs_hold_no_author_assertions(home, _written_scope(context, engram)))
 
 
 provenance_checks = [

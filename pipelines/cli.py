@@ -171,9 +171,11 @@ def _dev(args: argparse.Namespace) -> int:
         "ENGRAM_VAULT": str(Path(args.vault).resolve()),
         "DAGSTER_HOME": str(home.dagster_home),
     }
-    command = ["dagster", "dev", "-w", str(WORKSPACE), "-p", args.port]
+    command = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-p", args.port]
     logging.getLogger(__name__).info("running %s", " ".join(command))
-    return subprocess.call(command, env=environment, cwd=WORKSPACE.parent)
+    # Run from the instance folder, not the repository: `dagster dev` would load the repository's .env, whose
+    # defaults (.engram, examples/vault) would override the home and vault chosen here.
+    return subprocess.call(command, env=environment, cwd=home.dagster_home)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,13 @@ from pipelines.checks import provenance_checks
 from tests.conftest import Lifecycle
 
 
-def check_results(lifecycle: Lifecycle) -> dict[str, bool]:
+def check_results(lifecycle: Lifecycle, consistency_pass: bool = True) -> dict[str, bool]:
     result = dg.materialize(
         [document_catalog, *provenance_checks],
         instance=lifecycle.instance,
         resources={"engram": lifecycle.stores},
         raise_on_error=False,
+        tags={"engram/pass": "consistency"} if consistency_pass else {},
     )
     return {evaluation.check_name: evaluation.passed for evaluation in result.get_asset_check_evaluations()}
 
@@ -53,6 +54,26 @@ def test_a_statement_without_its_document_fails_statements_name_document_and_ext
     results = check_results(lifecycle)
     assert results["statements_name_document_and_extractor"] is False
     assert results["quads_belong_to_live_documents"] is True
+    # an ordinary build checks only the graphs it wrote; the nightly consistency pass catches this one
+    assert check_results(lifecycle, consistency_pass=False)["statements_name_document_and_extractor"] is True
+
+
+def test_a_build_checks_the_graphs_it_wrote(lifecycle: Lifecycle, vault):
+    lifecycle.run_all()
+    graph = str(document_iri("tools/duckdb.md"))
+    with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
+        store._store.update(
+            f"DELETE {{ GRAPH <{graph}> {{ ?s <{PAV.createdBy}> ?d }} }} "
+            f"WHERE {{ GRAPH <{graph}> {{ ?s a <https://engramrag.org/ns#Statement> ; <{PAV.createdBy}> ?d }} }}"
+        )
+    with (vault / "tools/duckdb.md").open("a", encoding="utf-8") as handle:
+        handle.write("\nDuckDB keeps the catalog.\n")
+    evaluations = {e.check_name: e for e in lifecycle.run_all().get_asset_check_evaluations()}
+    # re-extraction replaced the damaged graph, and the check looked at exactly that document
+    assert evaluations["statements_name_document_and_extractor"].passed
+    assert evaluations["statements_name_document_and_extractor"].metadata["scope"].value == (
+        "1 documents written by this run"
+    )
 
 
 def test_an_author_assertion_in_an_analysis_graph_fails_its_check(lifecycle: Lifecycle):

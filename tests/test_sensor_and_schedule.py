@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -96,3 +99,17 @@ def test_definitions_load_with_lineage_checks_sensor_and_schedule():
     }
     assert repository.get_sensor_def("vault_sensor")
     assert repository.get_schedule_def("daily_consistency_pass")
+
+
+def test_workspace_yaml_loads_the_code_location_for_dagster_dev(tmp_path: Path):
+    repository = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-w", str(repository / "workspace.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=repository,
+        env={**os.environ, "DAGSTER_HOME": str(tmp_path)},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Validation successful for code location pipelines.definitions" in result.stderr

@@ -8,11 +8,12 @@ import pandas as pd
 from engramrag.catalog.connection import catalog_reader
 from engramrag.checks.expectations import CheckOutcome, validate_frame
 from engramrag.ontology.quadstore import QuadStore
-from engramrag.ontology.vocab import ANALYSIS_SUFFIX, ENGRAM, PAV, PROV, path_of_graph
+from engramrag.ontology.vocab import ANALYSIS_SUFFIX, ENGRAM, PAV, PROV, document_graphs, path_of_graph
 from engramrag.store import Home
 
 STATEMENT_PROVENANCE = f"""
 SELECT ?g ?statement ?document ?extractor WHERE {{
+  %(scope)s
   GRAPH ?g {{
     ?statement a <{ENGRAM.Statement}> .
     OPTIONAL {{ ?statement <{PROV.wasDerivedFrom}> ?document }}
@@ -22,9 +23,24 @@ SELECT ?g ?statement ?document ?extractor WHERE {{
 
 AUTHOR_ASSERTIONS_IN_ANALYSIS = f"""
 SELECT ?g ?s ?author WHERE {{
+  %(scope)s
   GRAPH ?g {{ ?s <{PAV.authoredBy}> ?author }}
   FILTER(STRENDS(STR(?g), "{ANALYSIS_SUFFIX}"))
 }}"""
+
+
+# Past this many documents a scoped check reads the whole store: one scan beats a huge VALUES block.
+SCOPE_LIMIT = 2000
+
+
+def _scope(documents: list[str] | None, analysis_only: bool = False) -> str:
+    """A VALUES block restricting ?g to the given documents' graphs ("" for the whole store)."""
+    if documents is None or len(documents) > SCOPE_LIMIT:
+        return ""
+    graphs = [g for path in documents for g in document_graphs(path)]
+    if analysis_only:
+        graphs = graphs[1::2]
+    return "VALUES ?g { " + " ".join(f"<{g}>" for g in graphs) + " }"
 
 
 def _live_paths(home: Home) -> set[str]:
@@ -61,9 +77,11 @@ def quads_belong_to_live_documents(home: Home) -> CheckOutcome:
     )
 
 
-def statements_name_document_and_extractor(home: Home) -> CheckOutcome:
+def statements_name_document_and_extractor(home: Home, documents: list[str] | None = None) -> CheckOutcome:
+    """Checks the graphs of ``documents`` (those a run extracted), or every graph when None."""
     import great_expectations.expectations as gxe
 
+    query = STATEMENT_PROVENANCE % {"scope": _scope(documents)}
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
         rows = [
             (
@@ -72,7 +90,7 @@ def statements_name_document_and_extractor(home: Home) -> CheckOutcome:
                 solution["document"].value if solution["document"] is not None else None,
                 solution["extractor"].value if solution["extractor"] is not None else None,
             )
-            for solution in quads.query(STATEMENT_PROVENANCE)
+            for solution in quads.query(query)
         ]
     frame = pd.DataFrame(rows, columns=["graph", "statement", "document", "extractor"])
     frame["graph_document"] = frame["graph"].map(lambda graph: graph.removesuffix(ANALYSIS_SUFFIX))
@@ -88,16 +106,19 @@ def statements_name_document_and_extractor(home: Home) -> CheckOutcome:
     )
     return CheckOutcome(
         passed,
-        f"{len(frame)} statements checked" + ("" if passed else "; some lack their document or extractor"),
-        {"statements": len(frame), "failures": failures},
+        f"{len(frame)} statements checked in {_described(documents)}"
+        + ("" if passed else "; some lack their document or extractor"),
+        {"statements": len(frame), "scope": _described(documents), "failures": failures},
     )
 
 
-def analysis_graphs_hold_no_author_assertions(home: Home) -> CheckOutcome:
+def analysis_graphs_hold_no_author_assertions(home: Home, documents: list[str] | None = None) -> CheckOutcome:
+    """Checks the analysis graphs of ``documents``, or every graph when None."""
     import great_expectations.expectations as gxe
 
+    query = AUTHOR_ASSERTIONS_IN_ANALYSIS % {"scope": _scope(documents, analysis_only=True)}
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
-        solutions = quads.query(AUTHOR_ASSERTIONS_IN_ANALYSIS)
+        solutions = quads.query(query)
         rows = [(s["g"].value, s["s"].value, str(s["author"].value)) for s in solutions]
     frame = pd.DataFrame(rows, columns=["graph", "subject", "author"])
     passed, failures = validate_frame(
@@ -105,6 +126,16 @@ def analysis_graphs_hold_no_author_assertions(home: Home) -> CheckOutcome:
     )
     return CheckOutcome(
         passed,
-        "no pav:authoredBy in analysis graphs" if passed else f"{len(frame)} author assertions in analysis graphs",
-        {"violations": len(frame), "examples": [f"{g} {s}" for g, s, _ in rows[:5]], "failures": failures},
+        (f"no pav:authoredBy in the analysis graphs of {_described(documents)}" if passed
+         else f"{len(frame)} author assertions in analysis graphs"),
+        {
+            "scope": _described(documents),
+            "violations": len(frame),
+            "examples": [f"{g} {s}" for g, s, _ in rows[:5]],
+            "failures": failures,
+        },
     )
+
+
+def _described(documents: list[str] | None) -> str:
+    return "every document" if documents is None else f"{len(documents)} documents written by this run"

@@ -88,3 +88,14 @@ def read_status(home: Home) -> dict[str, Any]:
         "rejected_documents": [{"path": p, "reason": r, "message": m} for p, r, m in rejected_rows],
         "failed_documents": [{"path": p, "error": e} for p, e in failed_rows],
     }
+
+
+def documents_written_in(home: Home, run_id: str) -> list[str]:
+    """The documents whose graphs a run wrote: what an incremental check needs to look at."""
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return []
+        rows = catalog.execute(
+            "SELECT DISTINCT path FROM extraction_runs WHERE run_id = ? AND status = 'ok' ORDER BY path", [run_id]
+        ).fetchall()
+    return [row[0] for row in rows]

@@ -136,10 +136,6 @@ def _sync_bucket(
             rejected_rows.append(_rejected(file, rejection.reason, rejection.message, run_id, now))
             summary.rejected[file.path] = rejection.message
             continue
-        if previous is not None and not previous[3] and document.body_hash == previous[0]:
-            touched.append((file.path, file.mtime_ns))
-            summary.unchanged += 1
-            continue
         (summary.changed if previous is not None and not previous[3] else summary.new).append(file.path)
         upserts.append(
             {

@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyoxigraph as ox
-from rdflib import BNode, Dataset, Literal, URIRef
-from rdflib.term import Node
+from rdflib import Dataset, URIRef
 
 from engramrag.ontology.graphs import DocumentGraphs, Triple
 from engramrag.ontology.vocab import document_graphs
@@ -56,7 +55,7 @@ class QuadStore:
             parts.append("INSERT DATA {")
             for name, triples in ((graphs.assertion_iri, graphs.assertion), (graphs.analysis_iri, graphs.analysis)):
                 if triples:
-                    parts.append(f"GRAPH <{name}> {{")
+                    parts.append(f"GRAPH {name} {{")  # an ox.NamedNode prints as <iri>
                     parts.extend(_ntriple(triple) for triple in triples)
                     parts.append("}")
             parts.append("}")
@@ -73,7 +72,7 @@ class QuadStore:
             if any(self._store.contains_named_graph(ox.NamedNode(str(g))) for g in document_graphs(relative_path)):
                 self.replace_document(relative_path, graphs)
             else:
-                fresh.extend(_oxigraph_quads(graphs))
+                fresh.extend(graphs.quads())
         if fresh:
             self._store.bulk_extend(fresh)
 
@@ -116,35 +115,6 @@ def rdflib_dataset(path: Path) -> Dataset:
     return dataset
 
 
-def _oxigraph_quads(graphs: DocumentGraphs) -> Iterator[ox.Quad]:
-    cache: dict[Node, ox.NamedNode | ox.Literal | ox.BlankNode] = {}
-
-    def convert(term: Node):
-        converted = cache.get(term)
-        if converted is None:
-            converted = cache[term] = _oxigraph_term(term)
-        return converted
-
-    for name, triples in ((graphs.assertion_iri, graphs.assertion), (graphs.analysis_iri, graphs.analysis)):
-        graph = ox.NamedNode(str(name))
-        for subject, predicate, obj in triples:
-            yield ox.Quad(convert(subject), convert(predicate), convert(obj), graph)
-
-
-def _oxigraph_term(term: Node) -> ox.NamedNode | ox.Literal | ox.BlankNode:
-    if isinstance(term, URIRef):
-        return ox.NamedNode(str(term))
-    if isinstance(term, Literal):
-        if term.language:
-            return ox.Literal(str(term), language=term.language)
-        if term.datatype is not None:
-            return ox.Literal(str(term), datatype=ox.NamedNode(str(term.datatype)))
-        return ox.Literal(str(term))
-    if isinstance(term, BNode):
-        return ox.BlankNode(str(term))
-    raise TypeError(f"cannot store {term!r} as an RDF term")
-
-
 def _ntriple(triple: Triple) -> str:
     subject, predicate, obj = triple
-    return f"{subject.n3()} {predicate.n3()} {obj.n3()} ."
+    return f"{subject} {predicate} {obj} ."
