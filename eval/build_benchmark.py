@@ -102,10 +102,12 @@ def build(vault: Path, home: Path, logs: Path, name: str, extractor: str) -> dic
     command = [*engram_command(), "build", "--vault", str(vault), "--home", str(home), "--json"]
     if extractor:
         command += ["--extractor", extractor]
+    digest = source_digest()
     measured = run_measured(command, logs / f"{name}-build")
     summary = parse_json_output(measured["stdout"])
     result = {key: value for key, value in measured.items() if key not in ("stdout", "stderr")}
     result["summary"] = summary
+    result["source_digest"] = digest
     if measured["exit_code"] != 0 or summary is None:
         lines = measured["stderr"].strip().splitlines()
         causes = [line.strip() for line in lines if re.search(r"(Exception|Error): ", line)]
@@ -436,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     print_table(results)
 
     failures = [line for result in results for line in result.get("failures", [])]
+    digests = {run.get("source_digest") for result in results for run in (result.get("runs") or {}).values()}
+    if len(digests - {None}) > 1:
+        say(f"WARNING: the sources changed during the benchmark ({len(digests)} versions); figures mix code versions.")
     record = {
         "benchmark": "build",
         "started_at": started.isoformat(),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engramrag.extract.registry import extractor_id
 from engramrag.lifecycle.plan import plan_changes
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -37,8 +39,9 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
     from pipelines.checks import provenance_checks
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
-    buckets = list(range(BUCKET_COUNT)) if full else plan_changes(home, vault, config).buckets
     stores = EngramStores(home=str(home.root), vault=str(vault), extractor=extractor)
+    pending_for = extractor_id(stores.make_extractor())
+    buckets = list(range(BUCKET_COUNT)) if full else plan_changes(home, vault, config, extractor=pending_for).buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:
         selection = [documents, document_quads, document_catalog]
@@ -53,7 +56,9 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
     else:
         selection = [document_catalog]
         tags = {"engram/trigger": "cli"}
+    tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
+        release_abandoned_runs(instance)
         result = dg.materialize(
             [*selection, *provenance_checks],
             instance=instance,
@@ -76,3 +81,47 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
         if event.event_type_value == "STEP_FAILURE" and event.event_specific_data.error
     ]
     return BuildOutcome(result.run_id, result.success, buckets, checks, errors)
+
+
+def release_abandoned_runs(instance) -> list[str]:
+    """Mark as failed the `engram build` runs of this machine whose process is gone (killed, crashed), and
+    free the concurrency slots held by runs that are finished, failed or unknown to the instance. Without this
+    the pool of size 1 stays taken by a dead run and the next build waits for it forever. Their work is not
+    lost: the documents they did not finish are extracted by the next build."""
+    import dagster as dg
+
+    released = []
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.NOT_STARTED],
+            tags={"engram/trigger": "cli", "engram/host": socket.gethostname()},
+        )
+    )
+    for record in records:
+        run = record.dagster_run
+        pid = int(run.tags.get("engram/pid", "0"))
+        if pid and not _process_alive(pid):
+            instance.report_run_failed(
+                run, f"the `engram build` process (pid {pid}) ended without finishing this run; the next build "
+                "resumed its work"
+            )
+            released.append(run.run_id)
+    storage = instance.event_log_storage
+    for key in storage.get_concurrency_keys():
+        info = storage.get_concurrency_info(key)
+        holders = {slot.run_id for slot in info.claimed_slots} | {step.run_id for step in info.pending_steps}
+        for run_id in holders:
+            run = instance.get_run_by_id(run_id)
+            if run is None or run.is_finished or run_id in released:
+                storage.free_concurrency_slots_for_run(run_id)
+    return released
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

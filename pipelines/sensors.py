@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets.resources import EngramStores
+from engramrag.extract.registry import extractor_id
 from engramrag.lifecycle.plan import plan_changes
 from engramrag.lifecycle.scan import VaultMissing
 from engramrag.store import StoreBusy
@@ -27,6 +28,7 @@ def vault_sensor(context: dg.SensorEvaluationContext, engram: EngramStores) -> d
             engram.vault_config(),
             max_files=MAX_FILES_PER_TICK,
             resume_after=context.cursor or "",
+            extractor=extractor_id(engram.make_extractor()),
         )
     except (StoreBusy, VaultMissing) as problem:
         return dg.SkipReason(str(problem))

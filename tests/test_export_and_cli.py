@@ -117,3 +117,35 @@ def test_cli_reports_a_missing_vault_clearly(tmp_path: Path):
     result = engram("build", "--vault", str(tmp_path / "nowhere"), "--home", str(tmp_path / "h"))
     assert result.returncode != 0
     assert "does not exist" in result.stderr
+
+
+def test_a_killed_build_loses_nothing_and_the_next_build_completes(tmp_path: Path):
+    import signal
+    import time
+
+    from eval.synthetic_vault import generate_vault
+
+    vault, home = tmp_path / "big-vault", tmp_path / "killed-home"
+    generate_vault(vault, documents=400, seed=11)
+    command = [sys.executable, "-m", "pipelines.cli", "build", "--vault", str(vault), "--home", str(home), "--json"]
+    build = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=Path(__file__).resolve().parents[1])
+    deadline = time.monotonic() + 300
+    while not (home / "quads").exists() and time.monotonic() < deadline and build.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1.5)  # into the extraction of the first buckets
+    killed = build.poll() is None
+    build.send_signal(signal.SIGKILL)
+    build.wait()
+
+    resumed = engram("build", "--vault", str(vault), "--home", str(home), "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert summary["documents"] == 400
+    assert all(summary["checks"].values())
+    if killed:
+        assert 0 < summary["last_build"]["extracted"] <= 400
+    again = json.loads(engram("build", "--vault", str(vault), "--home", str(home), "--json").stdout)
+    assert again["last_build"]["extracted"] == 0
+    full = json.loads(engram("build", "--vault", str(vault), "--home", str(home), "--json", "--full").stdout)
+    assert all(full["checks"].values()) and full["last_build"]["extracted"] == 0

@@ -8,9 +8,11 @@ import pyoxigraph as ox
 import pytest
 
 from assets.resources import EngramStores
+from engramrag.lifecycle.plan import plan_changes
 from engramrag.lifecycle.summary import read_status
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.ontology.vocab import REL, document_graphs
+from engramrag.vault.config import VaultConfig
 from tests.conftest import Lifecycle
 
 FALCON = "projects/falcon.md"
@@ -176,6 +178,11 @@ def test_an_extraction_failure_is_recorded_and_retried_next_build(
     status = read_status(lifecycle.home)
     assert status["failed_documents"] == [{"path": FALCON, "error": "RuntimeError: simulated extractor crash"}]
     assert graph_quads(lifecycle, FALCON) == set()
+    # `engram build` and the sensor see the failed document as pending although its file did not change
+    config = VaultConfig()
+    assert plan_changes(lifecycle.home, vault, config).buckets == []
+    pending = plan_changes(lifecycle.home, vault, config, extractor="rules/1.0.0")
+    assert pending.buckets == [int(lifecycle.bucket(FALCON))]
 
     monkeypatch.setattr(EngramStores, "make_extractor", real)
     retry = lifecycle.run_all()

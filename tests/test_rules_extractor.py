@@ -443,3 +443,19 @@ def test_example_vault_smoke():
         assert_spans_exact(document, extraction)
         assert extraction.entities[0].key == "doc"
         assert extraction == extractor.extract(document)
+
+
+def test_a_repeated_decision_title_stays_separate_decisions():
+    log = (
+        "# Decisions\n\n"
+        "## 2024-03-07: Use ClickHouse for monitoring\nStatus: Superseded\n\n"
+        "## 2024-05-04: Use ClickHouse for monitoring\nStatus: Accepted\n\n"
+        "## Use ClickHouse for monitoring\nDate: 2024-05-04\nStatus: Rejected\n"
+    )
+    document, extraction = extract(log, "DECISIONS.md")
+    assert_spans_exact(document, extraction)
+    records = [(record.date, record.status) for record in extraction.decisions]
+    assert records == [("2024-03-07", "superseded"), ("2024-05-04", "accepted"), ("2024-05-04", "rejected")]
+    keys = [record.entity_key for record in extraction.decisions]
+    assert len(set(keys)) == 3
+    assert {e.key for e in extraction.entities if e.kind == "Decision"} == set(keys)

@@ -112,4 +112,4 @@ def test_workspace_yaml_loads_the_code_location_for_dagster_dev(tmp_path: Path):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "Validation successful for code location pipelines.definitions" in result.stderr
+    assert "Validation successful for code location pipelines.definitions" in result.stdout + result.stderr

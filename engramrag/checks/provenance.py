@@ -13,34 +13,40 @@ from engramrag.store import Home
 
 STATEMENT_PROVENANCE = f"""
 SELECT ?g ?statement ?document ?extractor WHERE {{
-  %(scope)s
-  GRAPH ?g {{
+  GRAPH %(graph)s {{
     ?statement a <{ENGRAM.Statement}> .
     OPTIONAL {{ ?statement <{PROV.wasDerivedFrom}> ?document }}
     OPTIONAL {{ ?statement <{PAV.createdBy}> ?extractor }}
   }}
+  %(bind)s
 }}"""
 
-AUTHOR_ASSERTIONS_IN_ANALYSIS = f"""
+AUTHOR_ASSERTIONS = f"""
 SELECT ?g ?s ?author WHERE {{
-  %(scope)s
-  GRAPH ?g {{ ?s <{PAV.authoredBy}> ?author }}
-  FILTER(STRENDS(STR(?g), "{ANALYSIS_SUFFIX}"))
+  GRAPH %(graph)s {{ ?s <{PAV.authoredBy}> ?author }}
+  %(bind)s
 }}"""
 
-
-# Past this many documents a scoped check reads the whole store: one scan beats a huge VALUES block.
+# Past this many documents a scoped check reads the whole store in one query instead of graph by graph.
 SCOPE_LIMIT = 2000
 
 
-def _scope(documents: list[str] | None, analysis_only: bool = False) -> str:
-    """A VALUES block restricting ?g to the given documents' graphs ("" for the whole store)."""
+def _solutions(quads: QuadStore, template: str, graphs: list[str] | None):
+    """Run ``template`` over every graph (None) or graph by graph. A constant ``GRAPH <g>`` lets Oxigraph read
+    only that graph's quads; a VALUES block over ?g does not (measured: 10.6 s against 0.02 s for one
+    document in a 1,000-document store)."""
+    if graphs is None:
+        yield from quads.query(template % {"graph": "?g", "bind": ""})
+        return
+    for graph in graphs:
+        yield from quads.query(template % {"graph": f"<{graph}>", "bind": f"BIND(<{graph}> AS ?g)"})
+
+
+def _scoped_graphs(documents: list[str] | None, analysis_only: bool = False) -> list[str] | None:
     if documents is None or len(documents) > SCOPE_LIMIT:
-        return ""
-    graphs = [g for path in documents for g in document_graphs(path)]
-    if analysis_only:
-        graphs = graphs[1::2]
-    return "VALUES ?g { " + " ".join(f"<{g}>" for g in graphs) + " }"
+        return None
+    graphs = [str(g) for path in documents for g in document_graphs(path)]
+    return graphs[1::2] if analysis_only else graphs
 
 
 def _live_paths(home: Home) -> set[str]:
@@ -81,26 +87,24 @@ def statements_name_document_and_extractor(home: Home, documents: list[str] | No
     """Checks the graphs of ``documents`` (those a run extracted), or every graph when None."""
     import great_expectations.expectations as gxe
 
-    query = STATEMENT_PROVENANCE % {"scope": _scope(documents)}
+    # One narrow row per statement (a million statements at 10,000 documents): flags, and the IRI only where a
+    # flag fails, so that the frame stays small and the failures still name their statements.
+    rows = []
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
-        rows = [
-            (
-                solution["g"].value,
-                solution["statement"].value,
-                solution["document"].value if solution["document"] is not None else None,
-                solution["extractor"].value if solution["extractor"] is not None else None,
-            )
-            for solution in quads.query(query)
-        ]
-    frame = pd.DataFrame(rows, columns=["graph", "statement", "document", "extractor"])
-    frame["graph_document"] = frame["graph"].map(lambda graph: graph.removesuffix(ANALYSIS_SUFFIX))
-    frame["names_own_document"] = frame["graph_document"] == frame["document"]
+        for solution in _solutions(quads, STATEMENT_PROVENANCE, _scoped_graphs(documents)):
+            document, extractor = solution["document"], solution["extractor"]
+            own = document is not None and solution["g"].value.removesuffix(ANALYSIS_SUFFIX) == document.value
+            ok = own and extractor is not None
+            rows.append((None if ok else solution["statement"].value, document is not None, extractor is not None,
+                         own))
+    frame = pd.DataFrame(rows, columns=["failing_statement", "names_document", "names_extractor",
+                                        "names_own_document"])
     passed, failures = validate_frame(
         "statements",
         frame,
         [
-            gxe.ExpectColumnValuesToNotBeNull(column="document"),
-            gxe.ExpectColumnValuesToNotBeNull(column="extractor"),
+            gxe.ExpectColumnValuesToBeInSet(column="names_document", value_set=[True]),
+            gxe.ExpectColumnValuesToBeInSet(column="names_extractor", value_set=[True]),
             gxe.ExpectColumnValuesToBeInSet(column="names_own_document", value_set=[True]),
         ],
     )
@@ -108,7 +112,12 @@ def statements_name_document_and_extractor(home: Home, documents: list[str] | No
         passed,
         f"{len(frame)} statements checked in {_described(documents)}"
         + ("" if passed else "; some lack their document or extractor"),
-        {"statements": len(frame), "scope": _described(documents), "failures": failures},
+        {
+            "statements": len(frame),
+            "scope": _described(documents),
+            "failures": failures,
+            "failing_statements": frame["failing_statement"].dropna().head(5).tolist(),
+        },
     )
 
 
@@ -116,9 +125,11 @@ def analysis_graphs_hold_no_author_assertions(home: Home, documents: list[str] |
     """Checks the analysis graphs of ``documents``, or every graph when None."""
     import great_expectations.expectations as gxe
 
-    query = AUTHOR_ASSERTIONS_IN_ANALYSIS % {"scope": _scope(documents, analysis_only=True)}
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
-        solutions = quads.query(query)
+        graphs = _scoped_graphs(documents, analysis_only=True)
+        if graphs is None:
+            graphs = [graph for graph in quads.named_graphs() if graph.endswith(ANALYSIS_SUFFIX)]
+        solutions = _solutions(quads, AUTHOR_ASSERTIONS, graphs)
         rows = [(s["g"].value, s["s"].value, str(s["author"].value)) for s in solutions]
     frame = pd.DataFrame(rows, columns=["graph", "subject", "author"])
     passed, failures = validate_frame(

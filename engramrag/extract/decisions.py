@@ -190,7 +190,7 @@ def _record(
 ) -> str:
     """The Decision entity (mentioned at ``title_span``), its statements and its DecisionRecord; ``where`` is
     the span of the ``records_decision`` statement."""
-    key = builder.entity(title, "Decision", title_span, explicit=True, key=entity_key(title, "decision"))
+    key = builder.entity(title, "Decision", title_span, explicit=True, key=_decision_key(builder, title, fields))
     builder.statement(DOCUMENT_KEY, "records_decision", "decision", key, object_is_entity=True, span=where)
     if fields.status is not None:
         builder.statement(
@@ -211,6 +211,18 @@ def _record(
     while end > start and document.text[end - 1].isspace():
         end -= 1
     builder.decisions.append(_decision_record(key, title, fields, span_at(document, start, end)))
+    return key
+
+
+def _decision_key(builder: ExtractionBuilder, title: str, fields: Fields) -> str:
+    """Distinct per record: the same title decided again on another date (or twice on one day, a conflict
+    that must stay visible) is another decision, not a merge."""
+    date = fields.date.value if fields.date else ""
+    taken = {record.entity_key for record in builder.decisions}
+    key, repeat = entity_key(f"{title}\x1f{date}", "decision"), 1
+    while key in taken:
+        repeat += 1
+        key = entity_key(f"{title}\x1f{date}\x1f{repeat}", "decision")
     return key
 
 

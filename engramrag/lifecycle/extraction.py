@@ -199,7 +199,11 @@ def _collect_rows(rows: dict[str, list[dict]], document: Document, extraction: E
                                    "line_start": span.line_start if span else None,
                                    "line_end": span.line_end if span else None,
                                    "extractor": extractor})
+    decided = set()
     for decision in extraction.decisions:
+        if decision.entity_key in decided:
+            continue
+        decided.add(decision.entity_key)
         rows["decisions"].append({"doc_id": doc_id, "entity_key": decision.entity_key, "title": decision.title,
                                   "decided_on": decision.date, "status": decision.status,
                                   "line_start": decision.span.line_start, "line_end": decision.span.line_end,

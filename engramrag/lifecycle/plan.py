@@ -34,13 +34,22 @@ class ChangePlan:
 
 
 def plan_changes(
-    home: Home, vault: Path, config: VaultConfig, max_files: int | None = None, resume_after: str = ""
+    home: Home,
+    vault: Path,
+    config: VaultConfig,
+    max_files: int | None = None,
+    resume_after: str = "",
+    extractor: str | None = None,
 ) -> ChangePlan:
     """Compare the vault with the catalog. A file whose size or modification time differs from the catalog
-    is read and hashed; only a different hash counts as a change. At most ``max_files`` files are read."""
+    is read and hashed; only a different hash counts as a change. At most ``max_files`` files are read.
+    With ``extractor`` (an extractor id), documents the catalog holds but that are not yet extracted by it
+    (a failed or killed build, or a new extractor) count as changes too."""
     files = scan_vault(vault, config)
     manifest, rejected = _manifest(home)
     plan = ChangePlan()
+    for path, bucket in _pending(home, extractor) if extractor else []:
+        plan.changes.setdefault(bucket, []).append(f"{path}:pending")
     present = {file.path for file in files}
     for path, (bucket, _, _, _) in manifest.items():
         if path not in present:
@@ -72,6 +81,17 @@ def plan_changes(
     if plan.complete:
         plan.resume_after = ""
     return plan
+
+
+def _pending(home: Home, extractor: str) -> list[tuple[str, int]]:
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return []
+        return catalog.execute(
+            """SELECT path, bucket FROM documents
+            WHERE gone OR extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?""",
+            [extractor],
+        ).fetchall()
 
 
 def _manifest(home: Home) -> tuple[dict[str, tuple[int, str, int, int]], dict[str, tuple[int, int, int]]]:

@@ -1,0 +1,215 @@
+"""Vectors of chunks, entity labels and triples in LanceDB, with a BM25 index over chunks.
+
+Rows are replaced per document, in one LanceDB transaction per call: ``replace_documents`` is a
+``merge_insert`` on ``row_id`` that also deletes the rows of the given documents absent from the new
+rows. A changed document's rows are so replaced and a deleted document's (given with no rows) removed,
+and a reader never sees a document half-replaced. Bucket runs call it once per table with their
+changed and deleted documents.
+
+Rows written after the full-text index was built are still searched (LanceDB scans unindexed data),
+only more slowly; :meth:`VectorStore.optimize` folds them into the indexes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+from lancedb.index import FTS
+
+from engramrag.embed.base import Embedder
+from engramrag.store import Home
+from engramrag.vectors.fts_text import fts_text
+from engramrag.vectors.tables import EMBEDDER_KEY, TABLES, result_columns, row_id, schema
+
+FTS_COLUMN = "search_text"
+# See fts_text.py for why: LanceDB's simple tokenizer over pre-bigrammed CJK runs.
+FTS_CONFIG = FTS(
+    base_tokenizer="simple",
+    language="English",
+    stem=True,
+    remove_stop_words=True,
+    lower_case=True,
+    ascii_folding=True,
+    with_position=False,
+)
+
+
+class VectorStoreMismatch(RuntimeError):
+    """The tables were written by another embedder (or with another dimension) than the one in use."""
+
+
+@dataclass(frozen=True)
+class ReplaceResult:
+    table: str
+    documents: int
+    inserted: int
+    updated: int
+    deleted: int
+
+
+class VectorStore:
+    """The three tables of one home. All vectors in them come from one embedder, recorded in their schema."""
+
+    def __init__(self, path: str | os.PathLike[str], dimension: int, embedder: str) -> None:
+        self.path = Path(path)
+        self.dimension = dimension
+        self.embedder = embedder
+        self._db = lancedb.connect(str(self.path))
+        self._tables: dict[str, Any] = {}
+        self._fts_ready = False
+
+    @classmethod
+    def for_home(cls, home: Home, embedder: Embedder) -> VectorStore:
+        return cls(home.lancedb_path, embedder.dimension, embedder.name)
+
+    def table(self, name: str) -> Any:
+        """The LanceDB table, created empty on first use; refuses one written by another embedder."""
+        if name not in TABLES:
+            raise ValueError(f"unknown vector table {name!r}; tables: {', '.join(TABLES)}")
+        if name not in self._tables:
+            if name in self._existing():
+                table = self._db.open_table(name)
+            else:
+                table = self._db.create_table(name, schema=schema(name, self.dimension, self.embedder), exist_ok=True)
+            self._check(name, table)
+            self._tables[name] = table
+        return self._tables[name]
+
+    def replace_documents(self, table: str, doc_ids: Iterable[str], rows: Sequence[Mapping[str, Any]]) -> ReplaceResult:
+        """Make ``rows`` the whole content of ``table`` for the documents ``doc_ids``.
+
+        Each row has ``doc_id``, ``bucket``, ``text``, ``vector`` and the table's own columns; ``row_id``
+        is computed when absent. A document in ``doc_ids`` without rows loses all its rows.
+        """
+        ids = list(dict.fromkeys(doc_ids))
+        stray = sorted({str(row["doc_id"]) for row in rows} - set(ids))
+        if stray:
+            raise ValueError(f"rows of documents not listed in doc_ids: {stray[:5]}")
+        if not ids:
+            return ReplaceResult(table, 0, 0, 0, 0)
+        target = self.table(table)
+        where = _in_list("doc_id", ids)
+        if not rows:
+            before = target.count_rows(where)
+            target.delete(where)
+            return ReplaceResult(table, len(ids), 0, 0, before)
+        data = self._arrow_rows(table, rows)
+        result = (
+            target.merge_insert("row_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(where)
+            .execute(data)
+        )
+        return ReplaceResult(
+            table, len(ids), result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows
+        )
+
+    def search_vector(
+        self, table: str, vector: Sequence[float] | np.ndarray, k: int = 10, where: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The ``k`` rows nearest to ``vector`` by cosine; each with ``score`` = cosine similarity."""
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query_vector.shape[0] != self.dimension:
+            raise ValueError(f"query vector has {query_vector.shape[0]} dimensions, the store {self.dimension}")
+        query = self.table(table).search(query_vector, vector_column_name="vector").distance_type("cosine").limit(k)
+        if where:
+            query = query.where(where, prefilter=True)
+        # Selecting _distance explicitly: leaving it out logs a deprecation warning per query (lancedb 0.40).
+        hits = query.select([*result_columns(table), "_distance"]).to_list()
+        for hit in hits:
+            hit["score"] = 1.0 - float(hit.pop("_distance"))
+        return hits
+
+    def create_fts_index(self) -> None:
+        """(Re)build LanceDB's native BM25 index over the chunks."""
+        self.table("chunks").create_index(FTS_COLUMN, config=FTS_CONFIG, replace=True)
+        self._fts_ready = True
+
+    def has_fts_index(self) -> bool:
+        return any(
+            index.index_type == "FTS" and list(index.columns) == [FTS_COLUMN]
+            for index in self.table("chunks").list_indices()
+        )
+
+    def search_text(self, query: str, k: int = 10, where: str | None = None) -> list[dict[str, Any]]:
+        """BM25 over chunk text (English and Korean); each hit with ``score``, the BM25 score."""
+        terms = fts_text(query)
+        if not terms:
+            return []
+        # Without an index, a search naming its column silently scans with LanceDB's default tokenizer
+        # (no stemming, no stop words): refuse instead of returning differently scored results.
+        self._fts_ready = self._fts_ready or self.has_fts_index()
+        if not self._fts_ready:
+            raise RuntimeError(f"{self.path}: the chunks have no full-text index yet; build it with create_fts_index()")
+        search = self.table("chunks").search(terms, query_type="fts", fts_columns=FTS_COLUMN).limit(k)
+        if where:
+            search = search.where(where, prefilter=True)
+        hits = search.select([*result_columns("chunks"), "_score"]).to_list()
+        for hit in hits:
+            hit["score"] = float(hit.pop("_score"))
+        return hits
+
+    def count(self, table: str, where: str | None = None) -> int:
+        return self.table(table).count_rows(where)
+
+    def optimize(self) -> None:
+        """Compact the tables and bring their indexes up to date (after many bucket runs)."""
+        for name in TABLES:
+            self.table(name).optimize()
+
+    def reset(self) -> None:
+        """Drop all three tables, e.g. before re-embedding everything with another embedder."""
+        existing = self._existing()
+        for name in TABLES:
+            if name in existing:
+                self._db.drop_table(name)
+        self._tables.clear()
+        self._fts_ready = False
+
+    def _existing(self) -> set[str]:
+        # list_tables() rather than table_names(), which pages at 10 names by default.
+        return set(self._db.list_tables().tables)
+
+    def _check(self, name: str, table: Any) -> None:
+        recorded = (table.schema.metadata or {}).get(EMBEDDER_KEY, b"").decode("utf-8")
+        dimension = table.schema.field("vector").type.list_size
+        if recorded != self.embedder or dimension != self.dimension:
+            raise VectorStoreMismatch(
+                f"{self.path}: table {name!r} holds {dimension}-dimensional vectors of embedder {recorded!r}, "
+                f"but this run embeds with {self.embedder!r} ({self.dimension} dimensions). Re-embed everything "
+                "(VectorStore.reset() and a full build) or go back to the embedder the table was built with."
+            )
+
+    def _arrow_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+        target = schema(table, self.dimension, self.embedder)
+        vectors = np.asarray([row["vector"] for row in rows], dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
+            raise ValueError(f"{table}: vectors must have {self.dimension} dimensions, got shape {vectors.shape}")
+        ids = [row.get("row_id") or row_id(table, row) for row in rows]
+        if len(set(ids)) != len(ids):
+            duplicate = next(i for i in ids if ids.count(i) > 1)
+            raise ValueError(f"{table}: two rows share row_id {duplicate!r} (same document, key and text)")
+        columns: dict[str, Any] = {}
+        for field in target:
+            if field.name == "vector":
+                columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dimension)
+            elif field.name == "row_id":
+                columns["row_id"] = pa.array(ids, pa.string())
+            elif field.name == FTS_COLUMN:
+                columns[FTS_COLUMN] = pa.array([fts_text(str(row["text"])) for row in rows], pa.string())
+            else:
+                columns[field.name] = pa.array([row.get(field.name) for row in rows], field.type)
+        return pa.Table.from_pydict(columns, schema=target)
+
+
+def _in_list(column: str, values: Sequence[str]) -> str:
+    quoted = ", ".join("'" + str(value).replace("'", "''") + "'" for value in values)
+    return f"{column} IN ({quoted})"

@@ -1,0 +1,211 @@
+"""The LanceDB vector store: per-document replacement, vector search, and BM25 over English and Korean chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engramrag.embed.base import HashEmbedderConfig
+from engramrag.embed.hashing import HashEmbedder
+from engramrag.store import Home
+from engramrag.vectors import TABLES, VectorStore, VectorStoreMismatch
+from engramrag.vectors.fts_text import fts_text
+
+EMBEDDER = HashEmbedder()
+EN, KO = "doc-en", "doc-ko"
+
+CHUNKS = {
+    EN: [
+        "The nightly data pipelines are orchestrated with Dagster.",
+        "We migrated the catalog from SQLite to PostgreSQL in March.",
+    ],
+    KO: [
+        "데이터 파이프라인을 Dagster로 옮기기로 결정했다.",
+        "박민지는 PostgreSQL 마이그레이션을 맡았다.",
+    ],
+}
+
+
+def chunk_rows(doc_id: str, texts: list[str], bucket: int = 1) -> list[dict]:
+    vectors = EMBEDDER.embed(texts)
+    return [
+        {
+            "doc_id": doc_id,
+            "bucket": bucket,
+            "text": text,
+            "vector": vector,
+            "chunk_index": i,
+            "line_start": 2 * i + 1,
+            "line_end": 2 * i + 2,
+        }
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+    ]
+
+
+def label_rows(doc_id: str, labels: list[tuple[str, str]]) -> list[dict]:
+    vectors = EMBEDDER.embed([label for label, _ in labels])
+    return [
+        {
+            "doc_id": doc_id,
+            "bucket": 1,
+            "text": label,
+            "vector": vector,
+            "entity_key": f"e{i}",
+            "label": label,
+            "kind": kind,
+        }
+        for i, ((label, kind), vector) in enumerate(zip(labels, vectors, strict=True))
+    ]
+
+
+def triple_rows(doc_id: str, triples: list[tuple[str, str, str]]) -> list[dict]:
+    texts = [" ".join(triple) for triple in triples]
+    vectors = EMBEDDER.embed(texts)
+    return [
+        {
+            "doc_id": doc_id,
+            "bucket": 1,
+            "text": text,
+            "vector": vector,
+            "statement_id": f"s{i}",
+            "subject": s,
+            "predicate": p,
+            "object": o,
+        }
+        for i, ((s, p, o), text, vector) in enumerate(zip(triples, texts, vectors, strict=True))
+    ]
+
+
+def docs_of(hits: list[dict]) -> list[str]:
+    return [hit["doc_id"] for hit in hits]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> VectorStore:
+    return VectorStore.for_home(Home.at(tmp_path / "home"), EMBEDDER)
+
+
+@pytest.fixture
+def filled(store: VectorStore) -> VectorStore:
+    store.replace_documents("chunks", [EN, KO], chunk_rows(EN, CHUNKS[EN]) + chunk_rows(KO, CHUNKS[KO], bucket=2))
+    store.replace_documents(
+        "entity_labels",
+        [EN, KO],
+        label_rows(EN, [("PostgreSQL", "Artifact"), ("Dagster", "Artifact")])
+        + label_rows(KO, [("박민지", "Person"), ("데이터 파이프라인", "Project")]),
+    )
+    store.replace_documents(
+        "triples",
+        [EN, KO],
+        triple_rows(EN, [("catalog", "migrated_to", "PostgreSQL")])
+        + triple_rows(KO, [("박민지", "맡았다", "마이그레이션")]),
+    )
+    store.create_fts_index()
+    return store
+
+
+def test_tables_live_in_the_home(tmp_path: Path, filled: VectorStore) -> None:
+    assert filled.path == Home.at(tmp_path / "home").lancedb_path
+    assert filled.path.is_dir()
+    assert {name: filled.count(name) for name in TABLES} == {"chunks": 4, "entity_labels": 4, "triples": 2}
+    assert filled.count("chunks", f"doc_id = '{KO}'") == 2
+    assert filled.has_fts_index()
+
+
+def test_vector_search_finds_the_right_document(filled: VectorStore) -> None:
+    hit = filled.search_vector("chunks", EMBEDDER.embed(["migrating the catalog to PostgreSQL"])[0], k=1)[0]
+    assert (hit["doc_id"], hit["chunk_index"], hit["line_start"]) == (EN, 1, 3)
+    assert "vector" not in hit and "search_text" not in hit
+    assert 0.0 < hit["score"] <= 1.0
+
+    label = filled.search_vector("entity_labels", EMBEDDER.embed(["박민지는"])[0], k=1)[0]
+    assert (label["doc_id"], label["label"], label["kind"]) == (KO, "박민지", "Person")
+    triple = filled.search_vector("triples", EMBEDDER.embed(["catalog migrated to Postgres"])[0], k=1)[0]
+    assert (triple["doc_id"], triple["predicate"]) == (EN, "migrated_to")
+
+    only_bucket_2 = filled.search_vector("chunks", EMBEDDER.embed(["PostgreSQL"])[0], k=5, where="bucket = 2")
+    assert set(docs_of(only_bucket_2)) == {KO}
+
+
+def test_full_text_finds_english_and_korean_words(filled: VectorStore) -> None:
+    assert docs_of(filled.search_text("pipeline"))[:1] == [EN]  # stemmed: pipelines
+    assert docs_of(filled.search_text("SQLite")) == [EN]
+    # Korean stems inside longer eojeol: 파이프라인을, 박민지는, 마이그레이션을.
+    assert docs_of(filled.search_text("파이프라인"))[:1] == [KO]
+    top = filled.search_text("박민지", k=1)[0]
+    assert (top["doc_id"], top["chunk_index"], top["text"]) == (KO, 1, CHUNKS[KO][1])
+    assert top["score"] > 0
+    assert docs_of(filled.search_text("마이그레이션", k=1)) == [KO]
+    assert filled.search_text("kubernetes") == []
+    assert filled.search_text("?! …") == []
+    assert set(docs_of(filled.search_text("Dagster", where="bucket = 2"))) == {KO}  # "Dagster로" too
+
+
+def test_replacing_and_deleting_documents(filled: VectorStore) -> None:
+    ids_before = {hit["row_id"] for hit in filled.search_text("Dagster", k=10)}
+
+    # The English document changes: its first chunk is rewritten, its second dropped; a label is renamed.
+    changed = ["The nightly ingestion jobs run on Airflow now."]
+    result = filled.replace_documents("chunks", [EN], chunk_rows(EN, changed))
+    assert (result.documents, result.inserted, result.deleted) == (1, 1, 2)
+    filled.replace_documents("entity_labels", [EN], label_rows(EN, [("Postgres", "Artifact")]))
+    assert filled.count("chunks", f"doc_id = '{EN}'") == 1
+    assert docs_of(filled.search_text("Airflow")) == [EN]  # written after the index was built: still found
+    assert filled.search_text("SQLite") == []
+    assert docs_of(filled.search_text("Dagster")) == [KO]
+    assert filled.count("entity_labels", f"doc_id = '{EN}'") == 1
+
+    # Unchanged rows keep their ids: replacing the Korean document with the same rows inserts nothing.
+    same = filled.replace_documents("chunks", [KO], chunk_rows(KO, CHUNKS[KO], bucket=2))
+    assert (same.inserted, same.updated, same.deleted) == (0, 2, 0)
+    assert {hit["row_id"] for hit in filled.search_text("Dagster")} < ids_before
+
+    # The Korean document is deleted: listed without rows, in every table.
+    for table in TABLES:
+        filled.replace_documents(table, [KO], [])
+    assert {table: filled.count(table, f"doc_id = '{KO}'") for table in TABLES} == dict.fromkeys(TABLES, 0)
+    assert filled.search_text("파이프라인") == []
+    assert KO not in docs_of(filled.search_vector("chunks", EMBEDDER.embed(["박민지"])[0], k=10))
+
+    filled.optimize()  # folds the new rows into the indexes; results stay the same
+    assert docs_of(filled.search_text("Airflow")) == [EN]
+    assert filled.count("chunks") == 1
+
+
+def test_replace_checks_its_input(store: VectorStore) -> None:
+    with pytest.raises(ValueError, match="not listed"):
+        store.replace_documents("chunks", [EN], chunk_rows(KO, CHUNKS[KO]))
+    with pytest.raises(ValueError, match="dimensions"):
+        store.replace_documents("chunks", [EN], [{**chunk_rows(EN, CHUNKS[EN])[0], "vector": [0.1, 0.2]}])
+    duplicate = chunk_rows(EN, CHUNKS[EN][:1]) * 2
+    with pytest.raises(ValueError, match="share row_id"):
+        store.replace_documents("chunks", [EN], duplicate)
+    with pytest.raises(ValueError, match="unknown vector table"):
+        store.table("passages")
+    assert store.replace_documents("chunks", [], []).documents == 0
+
+
+def test_full_text_before_the_index_is_built(store: VectorStore) -> None:
+    store.replace_documents("chunks", [EN], chunk_rows(EN, CHUNKS[EN]))
+    with pytest.raises(RuntimeError, match="create_fts_index"):
+        store.search_text("Dagster")
+
+
+def test_another_embedder_is_refused_until_reset(filled: VectorStore) -> None:
+    reopened = VectorStore(filled.path, EMBEDDER.dimension, EMBEDDER.name)
+    assert reopened.count("chunks") == 4  # the recorded embedder survives writes and reopening
+
+    other = HashEmbedder(HashEmbedderConfig(dimension=128))
+    switched = VectorStore(filled.path, other.dimension, other.name)
+    with pytest.raises(VectorStoreMismatch, match="Re-embed everything"):
+        switched.count("chunks")
+    switched.reset()
+    assert switched.count("chunks") == 0
+    assert switched.table("chunks").schema.field("vector").type.list_size == 128
+
+
+def test_fts_text_bigrams_cjk_runs_only() -> None:
+    assert fts_text("데이터 파이프라인을 Dagster로") == "데이 이터 파이 이프 프라 라인 인을 dagster 로"
+    assert fts_text("The Pipelines, 2024!") == "the pipelines 2024"
+    assert fts_text("집") == "집"
