@@ -99,6 +99,9 @@ def _sync_bucket(
             "SELECT path, size_bytes, mtime_ns FROM rejected_documents WHERE bucket = ?", [bucket]
         ).fetchall()
     }
+    rejected_messages = dict(
+        catalog.execute("SELECT path, message FROM rejected_documents WHERE bucket = ?", [bucket]).fetchall()
+    )
     upserts: list[dict] = []
     touched: list[tuple[str, int]] = []  # unchanged content, new mtime
     rejected_rows: list[dict] = []
@@ -109,7 +112,7 @@ def _sync_bucket(
         progress.advance()
         previous = known.get(file.path)
         if file.path in rejected_before and rejected_before[file.path] == (file.size_bytes, file.mtime_ns):
-            summary.rejected[file.path] = "unchanged since rejected"
+            summary.rejected[file.path] = rejected_messages[file.path]
             continue
         if (
             previous is not None
