@@ -19,10 +19,13 @@ def _result(outcome: CheckOutcome) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset=document_catalog, description="Every named graph in the quad store is <doc> or "
-                "<doc>#analysis of a document the catalog holds as live; the default graph is empty.")
-def quads_belong_to_live_documents(engram: EngramStores) -> dg.AssetCheckResult:
-    return _result(provenance.quads_belong_to_live_documents(engram.home_dir()))
+@dg.asset_check(asset=document_catalog, description="Every named graph is <doc> or <doc>#analysis of a document "
+                "the catalog holds as live; the default graph is empty. Checks the graphs of the documents the run "
+                "wrote or deleted; the consistency pass checks all.")
+def quads_belong_to_live_documents(
+    context: dg.AssetCheckExecutionContext, engram: EngramStores
+) -> dg.AssetCheckResult:
+    return _result(provenance.quads_belong_to_live_documents(engram.home_dir(), _written_scope(context, engram)))
 
 
 def _written_scope(context: dg.AssetCheckExecutionContext, engram: EngramStores) -> list[str] | None:

@@ -7,6 +7,8 @@ import duckdb
 import pyoxigraph as ox
 
 from assets.catalog import document_catalog
+from engramrag.checks import provenance
+from engramrag.lifecycle.summary import documents_written_in
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.ontology.vocab import PAV, PROV, analysis_graph_iri, document_iri
 from pipelines.checks import provenance_checks
@@ -72,7 +74,7 @@ def test_a_build_checks_the_graphs_it_wrote(lifecycle: Lifecycle, vault):
     # re-extraction replaced the damaged graph, and the check looked at exactly that document
     assert evaluations["statements_name_document_and_extractor"].passed
     assert evaluations["statements_name_document_and_extractor"].metadata["scope"].value == (
-        "1 documents written by this run"
+        "1 documents this run wrote or deleted"
     )
 
 
@@ -83,3 +85,19 @@ def test_an_author_assertion_in_an_analysis_graph_fails_its_check(lifecycle: Lif
         store._store.add(ox.Quad(ox.NamedNode("https://example.org/s"), ox.NamedNode(str(PAV.authoredBy)),
                                  ox.NamedNode("https://example.org/someone"), analysis))
     assert check_results(lifecycle)["analysis_graphs_hold_no_author_assertions"] is False
+
+
+def test_graphs_left_behind_by_a_deleted_document_fail_the_scoped_check(lifecycle: Lifecycle, vault):
+    lifecycle.run_all()
+    (vault / "tools/grafana.md").unlink()
+    run = lifecycle.run_all()
+    assert {e.check_name: e.passed for e in run.get_asset_check_evaluations()}["quads_belong_to_live_documents"]
+    stray = ox.NamedNode(str(document_iri("tools/grafana.md")))
+    with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
+        store._store.add(ox.Quad(ox.NamedNode("https://example.org/s"), ox.NamedNode("https://example.org/p"),
+                                 ox.Literal("left behind"), stray))
+    scope = documents_written_in(lifecycle.home, run.run_id)
+    assert scope == ["tools/grafana.md"]
+    outcome = provenance.quads_belong_to_live_documents(lifecycle.home, scope)
+    assert outcome.passed is False
+    assert provenance.quads_belong_to_live_documents(lifecycle.home, ["projects/falcon.md"]).passed is True

@@ -56,12 +56,18 @@ def _live_paths(home: Home) -> set[str]:
         return {row[0] for row in catalog.execute("SELECT path FROM documents WHERE NOT gone").fetchall()}
 
 
-def quads_belong_to_live_documents(home: Home) -> CheckOutcome:
+def quads_belong_to_live_documents(home: Home, documents: list[str] | None = None) -> CheckOutcome:
+    """Checks every named graph (None), or the graphs of ``documents`` (those a run wrote or deleted): a
+    graph appears only when a run writes it and should vanish when a run deletes its document."""
     import great_expectations.expectations as gxe
 
     live = _live_paths(home)
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
-        graphs = quads.named_graphs()
+        if documents is None:
+            graphs = quads.named_graphs()
+        else:
+            candidates = [str(graph) for path in documents for graph in document_graphs(path)]
+            graphs = [graph for graph in candidates if quads.has_graph(graph)]
         default_graph = sum(1 for _ in quads.query("SELECT * WHERE { ?s ?p ?o } LIMIT 1"))
     frame = pd.DataFrame({"graph": graphs, "document": [path_of_graph(graph) for graph in graphs]})
     passed, failures = validate_frame(
@@ -77,9 +83,9 @@ def quads_belong_to_live_documents(home: Home) -> CheckOutcome:
         failures.append({"expectation": "no quads in the default graph", "unexpected_count": default_graph})
     return CheckOutcome(
         passed,
-        f"{len(graphs)} named graphs for {len(live)} live documents"
+        f"{len(graphs)} named graphs of {_described(documents)}, {len(live)} live documents"
         + ("" if passed else f"; {sum(f.get('unexpected_count') or 0 for f in failures)} stray graphs"),
-        {"graphs": len(graphs), "live_documents": len(live), "failures": failures},
+        {"graphs": len(graphs), "scope": _described(documents), "live_documents": len(live), "failures": failures},
     )
 
 
@@ -149,4 +155,4 @@ def analysis_graphs_hold_no_author_assertions(home: Home, documents: list[str] |
 
 
 def _described(documents: list[str] | None) -> str:
-    return "every document" if documents is None else f"{len(documents)} documents written by this run"
+    return "every document" if documents is None else f"{len(documents)} documents this run wrote or deleted"

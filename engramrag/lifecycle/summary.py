@@ -91,11 +91,13 @@ def read_status(home: Home) -> dict[str, Any]:
 
 
 def documents_written_in(home: Home, run_id: str) -> list[str]:
-    """The documents whose graphs a run wrote: what an incremental check needs to look at."""
+    """The documents whose graphs a run wrote or deleted: what an incremental check needs to look at."""
     with catalog_reader(home) as catalog:
         if catalog is None:
             return []
         rows = catalog.execute(
-            "SELECT DISTINCT path FROM extraction_runs WHERE run_id = ? AND status = 'ok' ORDER BY path", [run_id]
+            """SELECT path FROM extraction_runs WHERE run_id = $run AND status = 'ok'
+            UNION SELECT path FROM deletions WHERE run_id = $run ORDER BY path""",
+            {"run": run_id},
         ).fetchall()
     return [row[0] for row in rows]

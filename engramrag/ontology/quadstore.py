@@ -69,7 +69,7 @@ class QuadStore:
         catalog, so the next build replaces them again."""
         fresh: list[ox.Quad] = []
         for relative_path, graphs in batch:
-            if any(self._store.contains_named_graph(ox.NamedNode(str(g))) for g in document_graphs(relative_path)):
+            if any(self.has_graph(graph) for graph in document_graphs(relative_path)):
                 self.replace_document(relative_path, graphs)
             else:
                 fresh.extend(graphs.quads())
@@ -81,6 +81,9 @@ class QuadStore:
 
     def count_graph(self, graph: URIRef | str) -> int:
         return sum(1 for _ in self._store.quads_for_pattern(None, None, None, ox.NamedNode(str(graph))))
+
+    def has_graph(self, graph: URIRef | str) -> bool:
+        return self._store.contains_named_graph(ox.NamedNode(str(graph)))
 
     def named_graphs(self) -> list[str]:
         return [graph.value for graph in self._store.named_graphs() if isinstance(graph, ox.NamedNode)]
