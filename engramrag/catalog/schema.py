@@ -2,6 +2,9 @@
 
 SCHEMA_VERSION = 1
 
+# A live document whose graphs are missing or stale for the given extractor id (one parameter).
+NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
+
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 

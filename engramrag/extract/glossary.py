@@ -10,7 +10,7 @@ import re
 
 from engramrag.extract.builder import ExtractionBuilder
 from engramrag.extract.kinds import guess_kind
-from engramrag.extract.textutil import continuation_end, normalise_label, span_at
+from engramrag.extract.textutil import continuation_end, normalise_label, span_at, strip_range
 from engramrag.vault.document import Document
 
 DEFINITION = re.compile(
@@ -32,7 +32,7 @@ def extract_definitions(document: Document, builder: ExtractionBuilder, masked: 
         key = builder.entity(term, guess_kind(term), span_at(document, term_start, term_start + len(term)))
         if match.group("aliases"):
             for alias in ALIAS.finditer(masked, *match.span("aliases")):
-                start, end = _strip(document.text, alias.start(), alias.end())
+                start, end = strip_range(document.text, alias.start(), alias.end())
                 name = document.text[start:end]
                 if len(name) >= 2 and len(name.split()) <= MAX_ALIAS_WORDS and normalise_label(name):
                     builder.add_alias(key, name)
@@ -40,7 +40,7 @@ def extract_definitions(document: Document, builder: ExtractionBuilder, masked: 
         definition_start = match.start("definition")
         paragraph_end = continuation_end(masked, match.end("definition"), (DEFINITION,))
         sentence = FIRST_SENTENCE.match(masked, definition_start, paragraph_end)
-        definition_end = _strip(document.text, definition_start, sentence.end())[1]
+        definition_end = strip_range(document.text, definition_start, sentence.end())[1]
         if definition_end > definition_start:
             builder.statement(
                 key,
@@ -50,11 +50,3 @@ def extract_definitions(document: Document, builder: ExtractionBuilder, masked: 
                 object_is_entity=False,
                 span=span_at(document, definition_start, definition_end),
             )
-
-
-def _strip(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end

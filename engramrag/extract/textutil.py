@@ -103,17 +103,17 @@ def link_text_range(text: str, link: Link) -> tuple[int, int]:
         inner_start, inner_end = start + 2, end - 2
         bar = text.find("|", inner_start, inner_end)
         if bar >= 0:
-            return _strip_range(text, bar + 1, inner_end)
+            return strip_range(text, bar + 1, inner_end)
         hash_at = text.find("#", inner_start, inner_end)
         target_end = hash_at if hash_at >= 0 else inner_end
         slash = text.rfind("/", inner_start, target_end)
         name_start = slash + 1 if slash >= 0 else inner_start
         suffix = NOTE_SUFFIX.search(text, name_start, target_end)
-        return _strip_range(text, name_start, suffix.start() if suffix else target_end)
-    return _strip_range(text, start + 1, text.find("](", start, end))
+        return strip_range(text, name_start, suffix.start() if suffix else target_end)
+    return strip_range(text, start + 1, text.find("](", start, end))
 
 
-def _strip_range(text: str, start: int, end: int) -> tuple[int, int]:
+def strip_range(text: str, start: int, end: int) -> tuple[int, int]:
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
@@ -174,7 +174,7 @@ def _add_sentence(text: str, start: int, end: int, ranges: list[tuple[int, int]]
     marker = LINE_MARKERS.match(text, start, end)
     if marker:
         start = marker.end()
-    start, end = _strip_range(text, start, end)
+    start, end = strip_range(text, start, end)
     if end > start:
         ranges.append((start, end))
 

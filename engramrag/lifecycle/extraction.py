@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 
 from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.extract.base import Extraction, Extractor
 from engramrag.extract.registry import extractor_id
 from engramrag.ontology.graphs import DocumentGraphs, build_document_graphs, statement_id
@@ -50,8 +51,7 @@ class ExtractionSummary:
 def pending_counts(home: Home, config: VaultConfig, buckets: list[int], extractor: Extractor) -> int:
     with catalog_writer(home, config.bucket_count) as catalog:
         return catalog.execute(
-            """SELECT count(*) FROM documents WHERE list_contains(?, bucket)
-            AND (gone OR extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)""",
+            f"SELECT count(*) FROM documents WHERE list_contains(?, bucket) AND (gone OR {NEEDS_EXTRACTION})",
             [buckets, extractor_id(extractor)],
         ).fetchone()[0]
 
@@ -81,8 +81,8 @@ def _extract_bucket(
     now = datetime.now(UTC)
     gone = catalog.execute("SELECT doc_id, path FROM documents WHERE bucket = ? AND gone", [bucket]).fetchall()
     pending = catalog.execute(
-        """SELECT doc_id, path, text, mtime_ns FROM documents WHERE bucket = ? AND NOT gone
-        AND (extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?) ORDER BY path""",
+        f"""SELECT doc_id, path, text, mtime_ns FROM documents WHERE bucket = ? AND NOT gone
+        AND {NEEDS_EXTRACTION} ORDER BY path""",
         [bucket, current],
     ).fetchall()
 

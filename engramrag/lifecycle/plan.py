@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.lifecycle.scan import scan_vault
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -88,8 +89,8 @@ def _pending(home: Home, extractor: str) -> list[tuple[str, int]]:
         if catalog is None:
             return []
         return catalog.execute(
-            """SELECT path, bucket FROM documents
-            WHERE gone OR extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?""",
+            f"""SELECT path, bucket FROM documents
+            WHERE gone OR {NEEDS_EXTRACTION}""",
             [extractor],
         ).fetchall()
 

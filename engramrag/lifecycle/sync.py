@@ -93,15 +93,13 @@ def _sync_bucket(
             "SELECT path, body_hash, size_bytes, mtime_ns, gone FROM documents WHERE bucket = ?", [bucket]
         ).fetchall()
     }
-    rejected_before = {
-        path: (size, mtime)
-        for path, size, mtime in catalog.execute(
-            "SELECT path, size_bytes, mtime_ns FROM rejected_documents WHERE bucket = ?", [bucket]
-        ).fetchall()
-    }
-    rejected_messages = dict(
-        catalog.execute("SELECT path, message FROM rejected_documents WHERE bucket = ?", [bucket]).fetchall()
-    )
+    rejected_before: dict[str, tuple[int, int]] = {}
+    rejected_messages: dict[str, str] = {}
+    for path, size, mtime, message in catalog.execute(
+        "SELECT path, size_bytes, mtime_ns, message FROM rejected_documents WHERE bucket = ?", [bucket]
+    ).fetchall():
+        rejected_before[path] = (size, mtime)
+        rejected_messages[path] = message
     upserts: list[dict] = []
     touched: list[tuple[str, int]] = []  # unchanged content, new mtime
     rejected_rows: list[dict] = []

@@ -21,12 +21,14 @@ from engramrag.extract.base import Extraction, Statement
 from engramrag.ontology.vocab import (
     DCTERMS,
     ENGRAM,
+    ENTITY_FRAGMENT,
     KIND,
     PAV,
     PROV,
     RDF,
     RDFS,
     SKOS,
+    STATEMENT_FRAGMENT,
     XSD,
     agent_iri,
     document_graphs,
@@ -115,7 +117,7 @@ def build_document_graphs(document: Document, extraction: Extraction) -> Documen
         add((author, TYPE, AGENT))
         add((author, LABEL, ox.Literal(document.author)))
 
-    entity_prefix = f"{doc_iri}#e-"
+    entity_prefix = f"{doc_iri}{ENTITY_FRAGMENT}"
     for entity in extraction.entities:
         node = ox.NamedNode(entity_prefix + entity.key)
         add((node, TYPE, ENTITY))
@@ -126,7 +128,7 @@ def build_document_graphs(document: Document, extraction: Extraction) -> Documen
         for alias in entity.aliases:
             add((node, ALT_LABEL, ox.Literal(alias)))
 
-    context = _StatementContext(document, doc, entity_prefix, f"{doc_iri}#s-", extractor, author)
+    context = _StatementContext(document, doc, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}", extractor, author)
     for statement in extraction.statements:
         context.add(graphs.assertion if statement.role == "assertion" else graphs.analysis, statement)
     return graphs

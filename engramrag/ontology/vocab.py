@@ -17,6 +17,8 @@ VAULT_BASE = "https://engramrag.org/vault/"
 AGENT_BASE = "https://engramrag.org/agent/"
 EXTRACTOR_BASE = "https://engramrag.org/extractor/"
 ANALYSIS_SUFFIX = "#analysis"
+ENTITY_FRAGMENT = "#e-"  # <doc>#e-<entity key>
+STATEMENT_FRAGMENT = "#s-"  # <doc>#s-<statement id>
 
 __all__ = ["DCTERMS", "ENGRAM", "KIND", "PAV", "PROV", "RDF", "RDFS", "REL", "SKOS", "XSD"]
 
@@ -45,11 +47,11 @@ def path_of_graph(graph_iri: str) -> str | None:
 
 
 def entity_iri(relative_path: str, entity_key: str) -> URIRef:
-    return URIRef(f"{VAULT_BASE}{path_segment(relative_path)}#e-{entity_key}")
+    return URIRef(f"{document_iri(relative_path)}{ENTITY_FRAGMENT}{entity_key}")
 
 
 def statement_iri(relative_path: str, statement_id: str) -> URIRef:
-    return URIRef(f"{VAULT_BASE}{path_segment(relative_path)}#s-{statement_id}")
+    return URIRef(f"{document_iri(relative_path)}{STATEMENT_FRAGMENT}{statement_id}")
 
 
 def agent_iri(name: str) -> URIRef:
