@@ -6,6 +6,8 @@ import dagster as dg
 from pydantic import Field
 
 from assets.partitions import BUCKET_COUNT
+from engramrag.embed.base import Embedder
+from engramrag.embed.registry import make_embedder
 from engramrag.extract.base import Extractor
 from engramrag.extract.registry import make_extractor
 from engramrag.store import Home
@@ -20,6 +22,7 @@ class EngramStores(dg.ConfigurableResource):
     home: str = Field(description="Home folder of the stores (catalog, quads, vectors, decisions).")
     vault: str = Field(description="The Markdown vault folder.")
     extractor: str = Field(default="rules", description="Extractor backend: rules (offline default).")
+    embedder: str = Field(default="hash", description="Embedder backend: hash (offline default) or openai.")
     max_file_bytes: int = Field(default=2_000_000, description="Files larger than this are rejected.")
 
     def home_dir(self) -> Home:
@@ -34,10 +37,14 @@ class EngramStores(dg.ConfigurableResource):
     def make_extractor(self) -> Extractor:
         return make_extractor(self.extractor)
 
+    def make_embedder(self) -> Embedder:
+        return make_embedder(self.embedder)
+
 
 def stores_from_env() -> EngramStores:
     return EngramStores(
         home=dg.EnvVar("ENGRAM_HOME"),
         vault=dg.EnvVar("ENGRAM_VAULT"),
         extractor=dg.EnvVar("ENGRAM_EXTRACTOR"),
+        embedder=dg.EnvVar("ENGRAM_EMBEDDER"),
     )

@@ -25,9 +25,19 @@ class BuildOutcome:
     errors: list[str]
 
 
-def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = False) -> BuildOutcome:
+def run_build(
+    home: Home, vault: Path, extractor: str = "rules", full: bool = False, embedder: str | None = None
+) -> BuildOutcome:
     """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance."""
-    os.environ.update({"ENGRAM_HOME": str(home.root), "ENGRAM_VAULT": str(vault), "ENGRAM_EXTRACTOR": extractor})
+    embedder = embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
+    os.environ.update(
+        {
+            "ENGRAM_HOME": str(home.root),
+            "ENGRAM_VAULT": str(vault),
+            "ENGRAM_EXTRACTOR": extractor,
+            "ENGRAM_EMBEDDER": embedder,
+        }
+    )
     prepare_instance(home)
 
     import dagster as dg
@@ -36,15 +46,18 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
     from assets.documents import document_quads, documents
     from assets.partitions import BUCKET_COUNT
     from assets.resources import EngramStores
+    from assets.retrieval import document_embeddings, retrieval_index
     from pipelines.checks import provenance_checks
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
-    stores = EngramStores(home=str(home.root), vault=str(vault), extractor=extractor)
+    stores = EngramStores(home=str(home.root), vault=str(vault), extractor=extractor, embedder=embedder)
     pending_for = extractor_id(stores.make_extractor())
-    buckets = list(range(BUCKET_COUNT)) if full else plan_changes(home, vault, config, extractor=pending_for).buckets
+    buckets = list(range(BUCKET_COUNT)) if full else plan_changes(
+        home, vault, config, extractor=pending_for, embedder=stores.make_embedder().name
+    ).buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:
-        selection = [documents, document_quads, document_catalog]
+        selection = [documents, document_quads, document_catalog, document_embeddings, retrieval_index]
         tags = {
             "dagster/asset_partition_range_start": bucket_key(min(buckets)),
             "dagster/asset_partition_range_end": bucket_key(max(buckets)),
@@ -52,9 +65,12 @@ def run_build(home: Home, vault: Path, extractor: str = "rules", full: bool = Fa
         }
         if full:
             tags["engram/pass"] = "consistency"
-        run_config["ops"] = {"documents": {"config": {"verify_hashes": full}}}
+        run_config["ops"] = {
+            "documents": {"config": {"verify_hashes": full}},
+            "document_embeddings": {"config": {"full": full}},
+        }
     else:
-        selection = [document_catalog]
+        selection = [document_catalog, retrieval_index]
         tags = {"engram/trigger": "cli"}
     tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
     with dg.DagsterInstance.get() as instance:

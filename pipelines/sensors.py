@@ -29,6 +29,7 @@ def vault_sensor(context: dg.SensorEvaluationContext, engram: EngramStores) -> d
             max_files=MAX_FILES_PER_TICK,
             resume_after=context.cursor or "",
             extractor=extractor_id(engram.make_extractor()),
+            embedder=engram.make_embedder().name,
         )
     except (StoreBusy, VaultMissing) as problem:
         return dg.SkipReason(str(problem))

@@ -43,11 +43,8 @@ def catalog_reader(home: Home) -> Iterator[duckdb.DuckDBPyConnection | None]:
 
 
 def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
-    created = connection.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'builds'"
-    ).fetchone()[0]
-    if not created:
-        connection.execute(TABLES)
+    # Every statement is CREATE ... IF NOT EXISTS, so a catalog from before a new table gains it here.
+    connection.execute(TABLES)
 
 
 def _check_meta(connection: duckdb.DuckDBPyConnection, bucket_count: int) -> None:

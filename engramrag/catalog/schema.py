@@ -120,6 +120,17 @@ CREATE TABLE IF NOT EXISTS deletions (
     deleted_at TIMESTAMP NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS embedded_documents (
+    doc_id VARCHAR PRIMARY KEY,
+    bucket INTEGER NOT NULL,
+    extraction VARCHAR NOT NULL,
+    embedder VARCHAR NOT NULL,
+    chunks INTEGER NOT NULL,
+    entity_labels INTEGER NOT NULL,
+    triples INTEGER NOT NULL,
+    embedded_at TIMESTAMP NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS builds (
     run_id VARCHAR PRIMARY KEY,
     finished_at TIMESTAMP NOT NULL,

@@ -41,16 +41,20 @@ def plan_changes(
     max_files: int | None = None,
     resume_after: str = "",
     extractor: str | None = None,
+    embedder: str | None = None,
 ) -> ChangePlan:
     """Compare the vault with the catalog. A file whose size or modification time differs from the catalog
     is read and hashed; only a different hash counts as a change. At most ``max_files`` files are read.
     With ``extractor`` (an extractor id), documents the catalog holds but that are not yet extracted by it
-    (a failed or killed build, or a new extractor) count as changes too."""
+    (a failed or killed build, or a new extractor) count as changes too; with ``embedder`` (an embedder
+    name), so do documents whose vectors are missing or stale."""
     files = scan_vault(vault, config)
     manifest, rejected = _manifest(home)
     plan = ChangePlan()
     for path, bucket in _pending(home, extractor) if extractor else []:
         plan.changes.setdefault(bucket, []).append(f"{path}:pending")
+    for path, bucket in _unembedded(home, embedder) if embedder else []:
+        plan.changes.setdefault(bucket, []).append(f"{path}:embedding")
     present = {file.path for file in files}
     for path, (bucket, _, _, _) in manifest.items():
         if path not in present:
@@ -92,6 +96,26 @@ def _pending(home: Home, extractor: str) -> list[tuple[str, int]]:
             f"""SELECT path, bucket FROM documents
             WHERE gone OR {NEEDS_EXTRACTION}""",
             [extractor],
+        ).fetchall()
+
+
+def _unembedded(home: Home, embedder: str) -> list[tuple[str, int]]:
+    with catalog_reader(home) as catalog:
+        if catalog is None or not catalog.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'embedded_documents'"
+        ).fetchone()[0]:
+            return []
+        return catalog.execute(
+            """
+            SELECT d.path, d.bucket FROM documents d LEFT JOIN embedded_documents e USING (doc_id)
+            WHERE NOT d.gone AND d.extracted_hash IS NOT NULL
+              AND (e.extraction IS DISTINCT FROM d.extracted_hash || '|' || d.extractor
+                   OR e.embedder IS DISTINCT FROM ?)
+            UNION ALL
+            SELECT coalesce(d.path, e.doc_id), e.bucket FROM embedded_documents e LEFT JOIN documents d USING (doc_id)
+            WHERE d.doc_id IS NULL OR d.gone OR d.extracted_hash IS NULL
+            """,
+            [embedder],
         ).fetchall()
 
 

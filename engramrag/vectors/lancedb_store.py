@@ -147,6 +147,8 @@ class VectorStore:
         # Without an index, a search naming its column silently scans with LanceDB's default tokenizer
         # (no stemming, no stop words): refuse instead of returning differently scored results.
         self._fts_ready = self._fts_ready or self.has_fts_index()
+        if not self._fts_ready and self.count("chunks") == 0:
+            return []
         if not self._fts_ready:
             raise RuntimeError(f"{self.path}: the chunks have no full-text index yet; build it with create_fts_index()")
         search = self.table("chunks").search(terms, query_type="fts", fts_columns=FTS_COLUMN).limit(k)
@@ -156,6 +158,15 @@ class VectorStore:
         for hit in hits:
             hit["score"] = float(hit.pop("_score"))
         return hits
+
+    def refresh_indexes(self) -> None:
+        """Bring the BM25 index up to date after bucket runs: build it the first time, then fold new rows in."""
+        if self.count("chunks") == 0:
+            return
+        if self.has_fts_index():
+            self.optimize()
+        else:
+            self.create_fts_index()
 
     def count(self, table: str, where: str | None = None) -> int:
         return self.table(table).count_rows(where)

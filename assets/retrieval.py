@@ -1,0 +1,63 @@
+"""Vectors per bucket and the graph index search runs on."""
+
+import dagster as dg
+
+from assets.documents import document_quads
+from assets.partitions import bucket_partitions, buckets_of
+from assets.resources import STORE_POOL, EngramStores
+from engramrag.lifecycle.embedding import embed_documents
+from engramrag.retrieve.index_build import build_retrieval_index
+
+
+class EmbeddingsConfig(dg.Config):
+    full: bool = False
+    """Re-embed every document of the buckets, not only those whose extraction or embedder changed."""
+
+
+@dg.asset(
+    deps=[document_quads],
+    partitions_def=bucket_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name="retrieval",
+    kinds={"lancedb"},
+    pool=STORE_POOL,
+    description="Vectors of each document's chunks, entity labels and triples in LanceDB (and the chunks' BM25 "
+    "text), replaced for documents whose extraction changed and removed for documents that are gone.",
+)
+def document_embeddings(
+    context: dg.AssetExecutionContext, config: EmbeddingsConfig, engram: EngramStores
+) -> dg.MaterializeResult:
+    buckets = buckets_of(context.partition_keys)
+    summary = embed_documents(engram.home_dir(), engram.vault_config(), buckets, engram.make_embedder(), config.full)
+    return dg.MaterializeResult(
+        metadata={"embedded": len(summary.embedded), "removed": len(summary.removed), "texts": summary.texts}
+        | {f"{table}_rows": rows for table, rows in summary.rows.items()}
+    )
+
+
+@dg.asset(
+    deps=[document_embeddings],
+    group_name="retrieval",
+    kinds={"igraph", "lancedb", "duckdb"},
+    pool=STORE_POOL,
+    description="The graph search runs Personalized PageRank over: entities joined by normalised label, passages, "
+    "relation, hierarchy, synonym and mention edges; plus the BM25 index over chunks. Rebuilt only when the "
+    "embedded documents changed.",
+)
+def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
+    embedder = engram.make_embedder()
+    summary = build_retrieval_index(engram.home_dir(), engram.vault_config(), embedder)
+    if summary.rebuilt:
+        from engramrag.vectors.lancedb_store import VectorStore
+
+        VectorStore.for_home(engram.home_dir(), embedder).refresh_indexes()
+    return dg.MaterializeResult(
+        metadata={
+            "version": summary.version,
+            "rebuilt": summary.rebuilt,
+            "entities": summary.entities,
+            "passages": summary.passages,
+            "seconds": round(summary.seconds, 2),
+        }
+        | {f"{kind}_edges": count for kind, count in summary.edges.items()}
+    )

@@ -1,0 +1,61 @@
+"""What a search returns: ranked documents with their provenance and per-leg scores, and the context."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LEGS = ("lexical", "entity", "triple", "chunk", "bm25", "ppr")
+
+
+@dataclass
+class Hit:
+    doc: str  # vault-relative path
+    title: str
+    score: float
+    snippet: str
+    legs: dict[str, float]
+    provenance: dict[str, Any]  # graph IRI, statement ids, source lines
+    doc_id: str = ""
+
+
+@dataclass
+class Fact:
+    """One statement put in the context: who said what, where."""
+
+    subject: str
+    relation: str
+    object: str
+    doc: str
+    statement: str
+    lines: tuple[int | None, int | None]
+    reason: str  # "top entity" or "bridge"
+    score: float
+
+
+@dataclass
+class SearchAnswer:
+    query: str
+    mode: str
+    results: list[Hit]
+    context: str
+    warnings: list[str] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    bridges: list[dict[str, Any]] = field(default_factory=list)
+    seeds: list[dict[str, Any]] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "results": [
+                {key: value for key, value in asdict(hit).items() if key != "doc_id"} for hit in self.results
+            ],
+            "context": self.context,
+            "warnings": self.warnings,
+            "facts": [asdict(fact) for fact in self.facts],
+            "bridges": self.bridges,
+            "seeds": self.seeds,
+            "timings_ms": self.timings_ms,
+        }

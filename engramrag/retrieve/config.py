@@ -1,0 +1,77 @@
+"""Settings of the retrieval index and of a search, one dataclass each, every field with its help."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How the graph index (the ``retrieval_index`` asset) is built."""
+
+    synonym_threshold: float = field(
+        default=0.8, metadata={"help": "Cosine similarity of two entity labels above which they get a synonym edge."}
+    )
+    synonym_neighbours: int = field(
+        default=10, metadata={"help": "Nearest labels considered per label for synonym edges."}
+    )
+    density_neighbours: int = field(
+        default=10, metadata={"help": "k of the local density (mean similarity to the k nearest labels) used by CSLS."}
+    )
+    analysis_edge_weight: float = field(
+        default=0.5,
+        metadata={"help": "Weight of a machine-proposed relation (e.g. co-occurrence) relative to an asserted one."},
+    )
+    mention_edge_weight: float = field(
+        default=1.0, metadata={"help": "Weight of a passage–entity mention edge."}
+    )
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How a question becomes ranked documents and a context. Defaults are general, not tuned to a benchmark."""
+
+    damping: float = field(
+        default=0.5, metadata={"help": "PageRank damping: probability of following an edge rather than restarting."}
+    )
+    passage_node_weight: float = field(
+        default=0.05,
+        metadata={"help": "Weight of a passage's dense/BM25 score in the PageRank restart vector (entity seeds: 1)."},
+    )
+    entity_candidates: int = field(
+        default=30, metadata={"help": "Entity labels fetched by vector search before hub correction."}
+    )
+    entity_seeds: int = field(default=5, metadata={"help": "Entities kept as seeds from the entity-label leg."})
+    csls_weight: float = field(
+        default=0.5,
+        metadata={
+            "help": "How much of an entity's local density is subtracted from its cosine (0.5 ranks as CSLS does)."
+        },
+    )
+    triple_candidates: int = field(default=10, metadata={"help": "Triples kept from the triple-embedding leg."})
+    lexical_seeds: int = field(default=10, metadata={"help": "Entities kept from the lexical leg."})
+    lexical_min_coverage: float = field(
+        default=0.5,
+        metadata={"help": "Share (IDF-weighted) of an entity label's words that must occur in the query."},
+    )
+    passage_candidates: int = field(
+        default=50, metadata={"help": "Chunks fetched by each of dense and BM25 search."}
+    )
+    max_subgraph_nodes: int = field(
+        default=50_000,
+        metadata={"help": "PageRank runs on the seeds' neighbourhood up to this many nodes (exact below it)."},
+    )
+    subgraph_hops: int = field(default=3, metadata={"help": "Hops from the seeds that the neighbourhood spans."})
+    context_chars: int = field(default=6000, metadata={"help": "Character budget of the assembled context."})
+    fact_share: float = field(
+        default=0.2, metadata={"help": "Share of the context reserved for edges touching the top entities."}
+    )
+    bridge_share: float = field(
+        default=0.15, metadata={"help": "Share of the context reserved for bridge edges between seed entities."}
+    )
+    auto_turn_limit: int = field(default=8, metadata={"help": "Most results an auto_turn search returns."})
+
+
+def config_help(config_type: type) -> dict[str, str]:
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_type)}

@@ -1,0 +1,307 @@
+"""Build the graph index that search runs Personalized PageRank over.
+
+Nodes are entities (document mentions joined by their normalised label) and passages (one per document).
+Edges: relations between entities (weighted by how many statements say so; machine-proposed ones weigh
+less), hierarchy relations, synonyms (label embeddings at least ``synonym_threshold`` alike) and
+passage–entity mentions. Type edges are left out (DESIGN.md: not until an ablation shows they help).
+
+Each build is written to a fresh folder under ``<home>/ppr/`` and published by replacing the ``CURRENT``
+pointer, so a search that opened the previous index keeps reading a complete one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import lancedb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.embed.base import Embedder
+from engramrag.extract.textutil import normalise_label
+from engramrag.retrieve.config import IndexConfig
+from engramrag.retrieve.lexical import term_idf, terms
+from engramrag.retrieve.neighbours import nearest_neighbours
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+from engramrag.vectors.lancedb_store import VectorStore
+
+FORMAT = 1
+CURRENT = "CURRENT"
+ENTITY_TABLE = "graph_entities"
+HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
+
+# Edge kinds, as stored in graph.npz.
+MENTION, RELATION, HIERARCHY, SYNONYM = 0, 1, 2, 3
+EDGE_KINDS = {MENTION: "mention", RELATION: "relation", HIERARCHY: "hierarchy", SYNONYM: "synonym"}
+
+
+@dataclass
+class IndexSummary:
+    version: str
+    rebuilt: bool
+    entities: int
+    passages: int
+    edges: dict[str, int]
+    seconds: float
+
+
+def build_retrieval_index(
+    home: Home, config: VaultConfig, embedder: Embedder, index_config: IndexConfig | None = None, force: bool = False
+) -> IndexSummary:
+    """Rebuild the index when the embedded documents (or the settings) changed since the current one."""
+    index_config = index_config or IndexConfig()
+    started = time.perf_counter()
+    with catalog_writer(home, config.bucket_count) as catalog:
+        fingerprint = _fingerprint(catalog, embedder, index_config)
+        current = current_index(home)
+        if current and not force:
+            manifest = json.loads((current / "manifest.json").read_text())
+            if manifest.get("fingerprint") == fingerprint:
+                return IndexSummary(
+                    current.name, False, manifest["entities"], manifest["passages"], manifest["edges"], 0.0
+                )
+        tables = _read_catalog(catalog)
+    vectors = _label_vectors(home, embedder, tables["entities"])
+    graph = _assemble(tables, vectors, index_config)
+    version = f"{time.strftime('%Y%m%dT%H%M%S')}-{fingerprint[:12]}"
+    target = home.ppr_path / version
+    staging = home.ppr_path / f".{version}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _write(staging, graph, embedder)
+    manifest = {
+        "format": FORMAT,
+        "fingerprint": fingerprint,
+        "embedder": embedder.name,
+        "dimension": embedder.dimension,
+        "index_config": dataclasses.asdict(index_config),
+        "entities": graph["entity_count"],
+        "passages": len(graph["passages"]),
+        "edges": {EDGE_KINDS[k]: int((graph["edge_kind"] == k).sum()) for k in EDGE_KINDS},
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    os.replace(staging, target)
+    _publish(home, version)
+    return IndexSummary(
+        version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started
+    )
+
+
+def current_index(home: Home) -> Path | None:
+    pointer = home.ppr_path / CURRENT
+    if not pointer.exists():
+        return None
+    folder = home.ppr_path / pointer.read_text().strip()
+    return folder if (folder / "manifest.json").exists() else None
+
+
+def _publish(home: Home, version: str) -> None:
+    pointer = home.ppr_path / CURRENT
+    temporary = home.ppr_path / f".{CURRENT}.{os.getpid()}"
+    temporary.write_text(version)
+    os.replace(temporary, pointer)
+    # Keep the previous index for searches that opened it a moment ago; remove older ones.
+    versions = sorted(p for p in home.ppr_path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    for old in versions[:-2]:
+        if old.name != version:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
+    state = catalog.execute(
+        "SELECT coalesce(string_agg(doc_id || ':' || extraction || ':' || embedder, ',' ORDER BY doc_id), '') "
+        "FROM embedded_documents"
+    ).fetchone()[0]
+    paths = catalog.execute(
+        "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone"
+    ).fetchone()[0]
+    settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
+    return hashlib.blake2b(f"{state}|{paths}|{settings}".encode(), digest_size=16).hexdigest()
+
+
+def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]:
+    embedded = "SELECT doc_id FROM embedded_documents"
+    return {
+        "passages": catalog.execute(
+            f"SELECT doc_id, path, title, bucket FROM documents WHERE NOT gone AND doc_id IN ({embedded}) "
+            "ORDER BY path"
+        ).df(),
+        "entities": catalog.execute(
+            f"SELECT doc_id, entity_key, label, kind FROM entities WHERE doc_id IN ({embedded}) "
+            "ORDER BY doc_id, entity_key"
+        ).df(),
+        "statements": catalog.execute(
+            f"""
+            SELECT doc_id, statement_id, subject, predicate, coalesce(label, predicate) AS label, object, role,
+                   line_start, line_end
+            FROM statements WHERE object_is_entity AND doc_id IN ({embedded})
+            ORDER BY doc_id, statement_id
+            """
+        ).df(),
+    }
+
+
+def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    """(doc_id, entity_key) -> the label's stored vector (read from LanceDB, never re-embedded)."""
+    if entities.empty:
+        return {}
+    store = VectorStore.for_home(home, embedder)
+    table = store.table("entity_labels").to_arrow().select(["doc_id", "entity_key", "vector"])
+    vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, embedder.dimension)
+    keys = zip(table.column("doc_id").to_pylist(), table.column("entity_key").to_pylist(), strict=True)
+    return {key: vectors[i] for i, key in enumerate(keys)}
+
+
+def _assemble(
+    tables: dict[str, pd.DataFrame], vectors: dict[tuple[str, str], np.ndarray], config: IndexConfig
+) -> dict[str, Any]:
+    entities, statements, passages = tables["entities"], tables["statements"], tables["passages"]
+    entities = entities.assign(node_key=entities["label"].map(normalise_label))
+    entities = entities[entities["node_key"] != ""]
+    node_keys = sorted(set(entities["node_key"]))
+    node_of_key = {key: i for i, key in enumerate(node_keys)}
+    entity_count = len(node_keys)
+    node_of_mention = {
+        (doc, key): node_of_key[node_key]
+        for doc, key, node_key in zip(entities["doc_id"], entities["entity_key"], entities["node_key"], strict=True)
+    }
+    passage_node = {doc: entity_count + i for i, doc in enumerate(passages["doc_id"])}
+
+    labels: dict[int, Counter[str]] = {}
+    kinds: dict[int, Counter[str]] = {}
+    mentions: Counter[int] = Counter()
+    vector_of_node: dict[int, np.ndarray] = {}
+    edges: dict[tuple[int, int, int], float] = {}
+
+    def add(a: int, b: int, kind: int, weight: float) -> None:
+        if a == b:
+            return
+        key = (min(a, b), max(a, b), kind)
+        edges[key] = edges.get(key, 0.0) + weight
+
+    for doc, key, label, kind, node_key in entities.itertuples(index=False):
+        node = node_of_key[node_key]
+        labels.setdefault(node, Counter())[label] += 1
+        kinds.setdefault(node, Counter())[kind] += 1
+        mentions[node] += 1
+        if node not in vector_of_node and (doc, key) in vectors:
+            vector_of_node[node] = vectors[(doc, key)]
+        if doc in passage_node:
+            add(node, passage_node[doc], MENTION, config.mention_edge_weight)
+
+    edge_rows = []
+    for row in statements.itertuples(index=False):
+        subject = node_of_mention.get((row.doc_id, row.subject))
+        obj = node_of_mention.get((row.doc_id, row.object))
+        if subject is None or obj is None or subject == obj:
+            continue
+        kind = HIERARCHY if row.predicate in HIERARCHY_PREDICATES else RELATION
+        add(subject, obj, kind, 1.0 if row.role == "assertion" else config.analysis_edge_weight)
+        edge_rows.append((min(subject, obj), max(subject, obj), subject, obj, *row))
+
+    missing = [node for node in range(entity_count) if node not in vector_of_node]
+    if missing:
+        raise RuntimeError(
+            f"{len(missing)} entity labels have no vector (e.g. {node_keys[missing[0]]!r}); the embeddings are "
+            "behind the catalog. Run the build again (it embeds what is missing) or rebuild with --full."
+        )
+    matrix = np.stack([vector_of_node[node] for node in range(entity_count)]) if entity_count else np.zeros((0, 1))
+    neighbours = nearest_neighbours(matrix, max(config.synonym_neighbours, config.density_neighbours))
+    density = neighbours.density(config.density_neighbours)
+    low, high, sims = neighbours.pairs_above(config.synonym_threshold)
+    for a, b, sim in zip(low.tolist(), high.tolist(), sims.tolist(), strict=True):
+        add(a, b, SYNONYM, float(sim))
+
+    ordered = sorted(edges.items())
+    display = [labels[node].most_common(1)[0][0] for node in range(entity_count)]
+    term_lists = [tuple(dict.fromkeys(terms(display[node] + " " + node_keys[node]))) for node in range(entity_count)]
+    frequency = Counter(term for listed in term_lists for term in listed)
+    return {
+        "entity_count": entity_count,
+        "node_keys": node_keys,
+        "labels": display,
+        "kinds": [kinds[node].most_common(1)[0][0] for node in range(entity_count)],
+        "mentions": [mentions[node] for node in range(entity_count)],
+        "density": density,
+        "matrix": matrix,
+        "passages": passages.assign(node=[passage_node[d] for d in passages["doc_id"]]),
+        "edge_src": np.array([e[0][0] for e in ordered], dtype=np.int32),
+        "edge_dst": np.array([e[0][1] for e in ordered], dtype=np.int32),
+        "edge_kind": np.array([e[0][2] for e in ordered], dtype=np.int8),
+        "edge_weight": np.array([e[1] for e in ordered], dtype=np.float32),
+        "edge_statements": pd.DataFrame(
+            edge_rows,
+            columns=["low", "high", "src", "dst", *statements.columns],
+        ),
+        "term_lists": term_lists,
+        "idf": term_idf(frequency, max(1, entity_count)),
+    }
+
+
+def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
+    entity_count = graph["entity_count"]
+    np.savez(
+        folder / "graph.npz",
+        node_count=np.array([entity_count + len(graph["passages"])]),
+        entity_count=np.array([entity_count]),
+        src=graph["edge_src"],
+        dst=graph["edge_dst"],
+        kind=graph["edge_kind"],
+        weight=graph["edge_weight"],
+    )
+    nodes = pd.DataFrame(
+        {
+            "node": np.arange(entity_count, dtype=np.int64),
+            "node_key": graph["node_keys"],
+            "label": graph["labels"],
+            "kind": graph["kinds"],
+            "mentions": graph["mentions"],
+            "density": graph["density"],
+        }
+    )
+    label_terms = pd.DataFrame(
+        [(node, term) for node, listed in enumerate(graph["term_lists"]) for term in listed], columns=["node", "term"]
+    )
+    idf = pd.DataFrame(list(graph["idf"].items()), columns=["term", "idf"])
+    passages = graph["passages"][["node", "doc_id", "path", "title", "bucket"]]
+    edge_statements = graph["edge_statements"]
+    with duckdb.connect(str(folder / "index.duckdb")) as db:
+        for name, frame in (
+            ("entity_nodes", nodes),
+            ("passage_nodes", passages),
+            ("label_terms", label_terms),
+            ("term_idf", idf),
+            ("edge_statements", edge_statements),
+        ):
+            db.register("frame", frame)
+            db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+            db.unregister("frame")
+        db.execute("CREATE INDEX label_terms_term ON label_terms (term)")
+        db.execute("CREATE INDEX edge_statements_pair ON edge_statements (low, high)")
+    vectors = lancedb.connect(str(folder / "vectors"))
+    if entity_count:
+        data = pa.table(
+            {
+                "node": pa.array(np.arange(entity_count, dtype=np.int64)),
+                "label": pa.array(graph["labels"], pa.string()),
+                "density": pa.array(graph["density"], pa.float32()),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(graph["matrix"].astype(np.float32).reshape(-1)), embedder.dimension
+                ),
+            }
+        )
+        vectors.create_table(ENTITY_TABLE, data)

@@ -1,0 +1,450 @@
+"""From a question to ranked documents and a budgeted context.
+
+``full`` runs all four seeding legs, then Personalized PageRank from the seed entities (and, lightly, the
+seed passages), and ranks documents by their PageRank mass. ``auto_turn`` skips every embedding (lexical
+entity match and BM25 seed the same PageRank) and returns at most a handful of results, flagged as
+possibly partial or stale. The ablations used by the evaluation rank by one part only: ``graph_off``
+(dense + BM25 passages), ``bm25_only`` and ``dense_only``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from engramrag.embed.base import Embedder
+from engramrag.embed.registry import make_embedder
+from engramrag.extract.textutil import normalise_label
+from engramrag.ontology.vocab import document_iri
+from engramrag.retrieve.answer import LEGS, Fact, Hit, SearchAnswer
+from engramrag.retrieve.config import RetrievalConfig
+from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
+from engramrag.retrieve.index import RetrievalIndex
+from engramrag.retrieve.lexical import lexical_scores, terms
+from engramrag.retrieve.ppr import personalized_pagerank
+from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, scaled, triple_seeds
+from engramrag.store import Home
+from engramrag.vectors.lancedb_store import VectorStore
+
+Mode = Literal["full", "auto_turn"]
+Ablation = Literal["graph_off", "bm25_only", "dense_only"]
+MODES = ("full", "auto_turn")
+ABLATIONS = ("graph_off", "bm25_only", "dense_only")
+
+
+class EmbedderMismatch(RuntimeError):
+    """The index was built with another embedder than the one given for querying."""
+
+
+@dataclass
+class _Ranked:
+    seeds: Seeds
+    ppr: dict[int, float]
+    order: list[tuple[str, float]]  # (doc_id, score), best first
+
+
+class Retriever:
+    """One opened index; reuse it for many questions (opening costs more than a query)."""
+
+    def __init__(self, home: Home, index: RetrievalIndex, embedder: Embedder, config: RetrievalConfig) -> None:
+        self.home = home
+        self.index = index
+        self.embedder = embedder
+        self.config = config
+        self.vectors = VectorStore.for_home(home, embedder)
+        passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes").fetchall()
+        self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
+        self.doc_of_node = {node: doc for node, doc, _, _ in passages}
+        self.labels: list[str] = [
+            label for (label,) in index.db.execute("SELECT label FROM entity_nodes ORDER BY node").fetchall()
+        ]
+
+    @classmethod
+    def open(
+        cls, home: Home | str, embedder: Embedder | None = None, config: RetrievalConfig | None = None
+    ) -> Retriever:
+        home = home if isinstance(home, Home) else Home.at(home)
+        index = RetrievalIndex.open(home)
+        built_with = index.manifest["embedder"]
+        if embedder is None:
+            embedder = make_embedder(built_with.split("/", 1)[0])
+        if embedder.name != built_with:
+            raise EmbedderMismatch(
+                f"the index of {home.root} was built with embedder {built_with!r}, not {embedder.name!r}; "
+                "query with the same embedder (ENGRAM_EMBEDDER and its settings) or rebuild with --full."
+            )
+        return cls(home, index, embedder, config or RetrievalConfig())
+
+    def close(self) -> None:
+        self.index.close()
+
+    def search(
+        self, query: str, mode: Mode = "full", k: int = 10, ablation: Ablation | None = None
+    ) -> SearchAnswer:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
+        if ablation is not None and ablation not in ABLATIONS:
+            raise ValueError(f"unknown ablation {ablation!r}; ablations: {', '.join(ABLATIONS)}")
+        if mode == "auto_turn":
+            k = min(k, self.config.auto_turn_limit)
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        ranked = self._rank(query, mode, ablation, timings)
+        top = ranked.order[:k]
+        hits = self._hits(top, ranked)
+        mark = time.perf_counter()
+        facts, bridges, bridge_paths = self._facts(ranked, hits)
+        notice = AUTO_TURN_NOTICE if mode == "auto_turn" else None
+        context, facts, bridges = assemble_context(
+            query, hits, facts, bridges, self.config.context_chars, self.config.fact_share,
+            self.config.bridge_share, notice,
+        )
+        timings["context"] = _ms(mark)
+        timings["total"] = _ms(started)
+        warnings = [AUTO_TURN_NOTICE] if mode == "auto_turn" else []
+        if not hits:
+            warnings.append("nothing matched the query; try other words or check that the vault was built")
+        return SearchAnswer(
+            query, mode, hits, context, warnings, facts, bridge_paths, self._seed_list(ranked.seeds), timings
+        )
+
+    # ranking ------------------------------------------------------------------------------------------
+
+    def _rank(self, query: str, mode: Mode, ablation: Ablation | None, timings: dict[str, float]) -> _Ranked:
+        seeds = Seeds()
+        dense_needed = mode == "full" and ablation in (None, "graph_off", "dense_only")
+        mark = time.perf_counter()
+        vector = self.embedder.embed([query])[0] if dense_needed else None
+        timings["embed"] = _ms(mark)
+        if ablation != "dense_only":
+            mark = time.perf_counter()
+            hits = self.vectors.search_text(query, k=self.config.passage_candidates) if terms(query) else []
+            seeds.bm25, bm25_chunks = best_per_document(hits)
+            seeds.best_chunk.update(bm25_chunks)
+            timings["bm25"] = _ms(mark)
+        if vector is not None and ablation != "bm25_only":
+            mark = time.perf_counter()
+            hits = self.vectors.search_vector("chunks", vector, k=self.config.passage_candidates)
+            seeds.dense, dense_chunks = best_per_document(hits)
+            for doc, chunk in dense_chunks.items():
+                seeds.best_chunk.setdefault(doc, chunk)
+            timings["chunk"] = _ms(mark)
+        if ablation is not None:
+            scores = {"graph_off": seeds.passage_scores(), "bm25_only": seeds.bm25, "dense_only": seeds.dense}[ablation]
+            return _Ranked(seeds, {}, _ordered(scores.items()))
+        mark = time.perf_counter()
+        seeds.lexical = self._lexical(query)
+        timings["lexical"] = _ms(mark)
+        if vector is not None:
+            mark = time.perf_counter()
+            seeds.entity = self._entity(vector)
+            timings["entity"] = _ms(mark)
+            mark = time.perf_counter()
+            seeds.triples = self.vectors.search_vector("triples", vector, k=self.config.triple_candidates)
+            seeds.triple = triple_seeds(seeds.triples, self._nodes_of_labels(
+                label for hit in seeds.triples for label in (hit["subject"], hit["object"])
+            ))
+            timings["triple"] = _ms(mark)
+        mark = time.perf_counter()
+        reset = dict(seeds.entity_weights())
+        passage_scores = seeds.passage_scores()
+        for doc, score in passage_scores.items():
+            if doc in self.passage_of_doc:
+                node = self.passage_of_doc[doc][0]
+                reset[node] = reset.get(node, 0.0) + self.config.passage_node_weight * score
+        ppr = personalized_pagerank(
+            self.index.graph, reset, self.config.damping, self.config.subgraph_hops, self.config.max_subgraph_nodes
+        )
+        timings["ppr"] = _ms(mark)
+        doc_scores = {
+            doc: ppr.get(node, 0.0) + 1e-9 * passage_scores.get(doc, 0.0)
+            for doc, (node, _, _) in self.passage_of_doc.items()
+            if node in ppr or doc in passage_scores
+        }
+        return _Ranked(seeds, ppr, _ordered(doc_scores.items()))
+
+    def _lexical(self, query: str) -> dict[int, float]:
+        query_terms = terms(query)
+        if not query_terms:
+            return {}
+        rows = self.index.db.execute(
+            """
+            SELECT lt.node, lt.term, coalesce(i.idf, 0) FROM label_terms lt LEFT JOIN term_idf i USING (term)
+            WHERE lt.node IN (SELECT node FROM label_terms WHERE list_contains(?, term))
+            """,
+            [sorted(set(query_terms))],
+        ).fetchall()
+        label_terms: dict[int, list[str]] = defaultdict(list)
+        postings: dict[str, list[int]] = defaultdict(list)
+        idf: dict[str, float] = {}
+        for node, term, weight in rows:
+            label_terms[node].append(term)
+            postings[term].append(node)
+            idf[term] = weight
+        return lexical_scores(
+            query_terms,
+            postings,
+            {node: tuple(listed) for node, listed in label_terms.items()},
+            idf,
+            self.config.lexical_min_coverage,
+            self.config.lexical_seeds,
+        )
+
+    def _entity(self, vector: np.ndarray) -> dict[int, float]:
+        hits = (
+            self.index.entities.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .limit(self.config.entity_candidates)
+            .select(["node", "density", "_distance"])
+            .to_list()
+        )
+        return hub_corrected(
+            [hit["node"] for hit in hits],
+            [1.0 - hit["_distance"] for hit in hits],
+            [hit["density"] for hit in hits],
+            self.config.csls_weight,
+            self.config.entity_seeds,
+        )
+
+    def _nodes_of_labels(self, labels: Iterable[str]) -> dict[str, int]:
+        keys = {label: normalise_label(label) for label in labels}
+        if not keys:
+            return {}
+        found = dict(
+            self.index.db.execute(
+                "SELECT node_key, node FROM entity_nodes WHERE list_contains(?, node_key)", [sorted(set(keys.values()))]
+            ).fetchall()
+        )
+        return {label: found[key] for label, key in keys.items() if key in found}
+
+    # results ------------------------------------------------------------------------------------------
+
+    def _hits(self, top: list[tuple[str, float]], ranked: _Ranked) -> list[Hit]:
+        seeds = ranked.seeds
+        docs = [doc for doc, _ in top]
+        leg_by_doc = self._entity_legs_by_document(seeds, set(docs))
+        chunks = dict(seeds.best_chunk)
+        missing = [doc for doc in docs if doc not in chunks]
+        if missing:
+            for row in self.vectors.table("chunks").search().where(
+                _in_list("doc_id", missing) + " AND chunk_index = 0"
+            ).select(["doc_id", "text", "line_start", "line_end"]).limit(len(missing)).to_list():
+                chunks[row["doc_id"]] = row
+        statements = self._statements_of(docs, ranked)
+        hits = []
+        for doc, score in top:
+            node, path, title = self.passage_of_doc.get(doc, (None, doc, doc))
+            chunk = chunks.get(doc, {})
+            legs = {leg: 0.0 for leg in LEGS}
+            legs.update(leg_by_doc.get(doc, {}))
+            legs["chunk"] = round(float(seeds.dense.get(doc, 0.0)), 6)
+            legs["bm25"] = round(float(seeds.bm25.get(doc, 0.0)), 6)
+            legs["ppr"] = round(float(ranked.ppr.get(node, 0.0)), 8) if node is not None else 0.0
+            lines = [chunk.get("line_start"), chunk.get("line_end")] if chunk else []
+            hits.append(
+                Hit(
+                    doc=path,
+                    title=title or path,
+                    score=float(score),
+                    snippet=str(chunk.get("text", "")),
+                    legs=legs,
+                    provenance={
+                        "graph": str(document_iri(path)),
+                        "statements": statements.get(doc, []),
+                        "lines": lines,
+                    },
+                    doc_id=doc,
+                )
+            )
+        return hits
+
+    def _entity_legs_by_document(self, seeds: Seeds, docs: set[str]) -> dict[str, dict[str, float]]:
+        """For each result document, the best lexical / entity / triple score among the seeds it mentions."""
+        out: dict[str, dict[str, float]] = defaultdict(dict)
+        graph = self.index.graph
+        for leg_name, leg in (("lexical", seeds.lexical), ("entity", seeds.entity), ("triple", seeds.triple)):
+            for node, score in leg.items():
+                for neighbour in graph.neighbors(node):
+                    doc = self.doc_of_node.get(neighbour)
+                    if doc in docs and score > out[doc].get(leg_name, 0.0):
+                        out[doc][leg_name] = round(float(score), 6)
+        return out
+
+    def _statements_of(self, docs: list[str], ranked: _Ranked) -> dict[str, list[str]]:
+        """The statements of each result document that touch a seed or a top-ranked entity (at most five)."""
+        focus = self._top_entities(ranked, 20) | set(ranked.seeds.entity_weights())
+        if not docs or not focus:
+            return {}
+        rows = self.index.db.execute(
+            """
+            SELECT doc_id, statement_id FROM edge_statements
+            WHERE list_contains(?, doc_id) AND (list_contains(?, src) OR list_contains(?, dst))
+            ORDER BY doc_id, role, statement_id
+            """,
+            [docs, sorted(focus), sorted(focus)],
+        ).fetchall()
+        out: dict[str, list[str]] = defaultdict(list)
+        for doc, statement in rows:
+            if len(out[doc]) < 5:
+                out[doc].append(statement)
+        return out
+
+    def _top_entities(self, ranked: _Ranked, count: int) -> set[int]:
+        entity_count = self.index.entity_count
+        scored = [(score, node) for node, score in ranked.ppr.items() if node < entity_count]
+        scored.sort(reverse=True)
+        return {node for _, node in scored[:count]}
+
+    # facts and bridges --------------------------------------------------------------------------------
+
+    def _facts(self, ranked: _Ranked, hits: list[Hit]) -> tuple[list[Fact], list[Fact], list[dict[str, Any]]]:
+        ppr = ranked.ppr
+        top = self._top_entities(ranked, 10)
+        facts: list[Fact] = []
+        if top:
+            rows = self.index.db.execute(
+                """
+                SELECT e.src, e.dst, e.doc_id, e.statement_id, e.label, e.role, e.line_start, e.line_end, p.path
+                FROM edge_statements e JOIN passage_nodes p USING (doc_id)
+                WHERE list_contains(?, e.src) OR list_contains(?, e.dst)
+                """,
+                [sorted(top), sorted(top)],
+            ).fetchall()
+            seen = set()
+            for src, dst, _, statement, label, _role, start, end, path in sorted(
+                rows, key=lambda r: (r[5] != "assertion", -(ppr.get(r[0], 0.0) + ppr.get(r[1], 0.0)), r[3])
+            ):
+                key = (src, dst, label)
+                if key in seen:
+                    continue
+                seen.add(key)
+                facts.append(
+                    Fact(self._label(src), label, self._label(dst), path, statement, (start, end), "top entity",
+                         round(ppr.get(src, 0.0) + ppr.get(dst, 0.0), 8))
+                )
+        bridges, paths = self._bridges(ranked)
+        return facts, bridges, paths
+
+    def _bridges(self, ranked: _Ranked) -> tuple[list[Fact], list[dict[str, Any]]]:
+        """Statements and documents on the shortest paths between pairs of the strongest seed entities."""
+        weights = ranked.seeds.entity_weights()
+        seeds = [node for node, _ in sorted(weights.items(), key=lambda item: -item[1])[:4]]
+        graph = self.index.graph
+        paths = []
+        for i, a in enumerate(seeds):
+            for b in seeds[i + 1 :]:
+                path = graph.get_shortest_path(a, b, output="vpath")
+                if 3 <= len(path) <= 5:  # adjacent seeds need no bridge; long paths explain nothing
+                    paths.append(path)
+        pairs = {
+            (min(u, v), max(u, v))
+            for path in paths
+            for u, v in pairwise(path)
+            if u not in self.doc_of_node and v not in self.doc_of_node
+        }
+        statements = self._pair_statements(pairs)
+        facts: list[Fact] = []
+        described: list[dict[str, Any]] = []
+        for path in paths:
+            documents = set()
+            for u, v in pairwise(path):
+                passage = u if u in self.doc_of_node else v if v in self.doc_of_node else None
+                if passage is not None:
+                    documents.add(self.passage_of_doc[self.doc_of_node[passage]][1])
+                    continue
+                fact = statements.get((min(u, v), max(u, v)))
+                if fact is not None:  # None: a synonym edge, which no statement says
+                    documents.add(fact.doc)
+                    if fact not in facts:
+                        facts.append(fact)
+            described.append(
+                {
+                    "from": self._label(path[0]),
+                    "to": self._label(path[-1]),
+                    "path": [self._label(node) for node in path],
+                    "documents": sorted(documents),
+                }
+            )
+        return facts, described
+
+    def _pair_statements(self, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], Fact]:
+        """One statement (asserted ones first) for each entity pair."""
+        if not pairs:
+            return {}
+        frame = pd.DataFrame(sorted(pairs), columns=["low", "high"])
+        self.index.db.register("wanted_pairs", frame)
+        try:
+            rows = self.index.db.execute(
+                """
+                SELECT e.low, e.high, e.statement_id, e.label, e.line_start, e.line_end, e.src, e.dst, p.path
+                FROM edge_statements e JOIN wanted_pairs USING (low, high) JOIN passage_nodes p USING (doc_id)
+                QUALIFY row_number() OVER (PARTITION BY e.low, e.high ORDER BY e.role, e.statement_id) = 1
+                """
+            ).fetchall()
+        finally:
+            self.index.db.unregister("wanted_pairs")
+        return {
+            (low, high): Fact(
+                self._label(src), label, self._label(dst), path, statement, (start, end), "bridge", 0.0
+            )
+            for low, high, statement, label, start, end, src, dst, path in rows
+        }
+
+    def _label(self, node: int) -> str:
+        if node in self.doc_of_node:
+            return self.passage_of_doc[self.doc_of_node[node]][1]
+        return self.labels[node] if 0 <= node < len(self.labels) else str(node)
+
+    def _seed_list(self, seeds: Seeds) -> list[dict[str, Any]]:
+        weights = seeds.entity_weights()
+        out = []
+        for node, weight in sorted(weights.items(), key=lambda item: -item[1])[:10]:
+            out.append(
+                {
+                    "entity": self._label(node),
+                    "weight": round(weight, 6),
+                    "lexical": round(seeds.lexical.get(node, 0.0), 6),
+                    "entity_leg": round(seeds.entity.get(node, 0.0), 6),
+                    "triple": round(seeds.triple.get(node, 0.0), 6),
+                }
+            )
+        return out
+
+
+def search(
+    query: str,
+    home: Home | str,
+    mode: Mode = "full",
+    k: int = 10,
+    ablation: Ablation | None = None,
+    config: RetrievalConfig | None = None,
+    embedder: Embedder | None = None,
+) -> SearchAnswer:
+    """One search against a home (opens and closes the index; keep a :class:`Retriever` for many)."""
+    retriever = Retriever.open(home, embedder, config)
+    try:
+        return retriever.search(query, mode=mode, k=k, ablation=ablation)
+    finally:
+        retriever.close()
+
+
+def _ordered(scores: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    return sorted(scores, key=lambda item: (-item[1], item[0]))
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000.0, 3)
+
+
+def _in_list(column: str, values: list[str]) -> str:
+    return f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")"
+
+
+__all__ = ["Retriever", "scaled", "search"]
