@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT"), help="The Markdown vault folder.")
     _home(build)
     build.add_argument("--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"), help="Extractor.")
+    build.add_argument(
+        "--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="Embedder: hash (offline) or openai."
+    )
     build.add_argument("--full", action="store_true", help="Run every bucket and re-hash every file.")
     build.add_argument("--json", action="store_true", help="Print the summary as JSON.")
     build.set_defaults(handler=_build)
@@ -55,6 +58,20 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--doc", help="Only this document's graphs (vault-relative path).")
     export.add_argument("--output", "-o", default="-", help="Output file (default: standard output).")
     export.set_defaults(handler=_export)
+
+    search = commands.add_parser("search", help="Ranked documents and an assembled context for a question.")
+    search.add_argument("query", help="The question, in any language the vault is written in.")
+    _home(search)
+    search.add_argument(
+        "--mode",
+        choices=["full", "auto_turn"],
+        default="full",
+        help="full: all four seeding legs and PageRank; auto_turn: lexical and graph only, fast, at most 8 results.",
+    )
+    search.add_argument("-k", type=int, default=10, help="Number of documents to return.")
+    search.add_argument("--budget", type=int, help="Character budget of the context (default 6000).")
+    search.add_argument("--json", action="store_true", help="Print results, context and warnings as JSON.")
+    search.set_defaults(handler=_search)
 
     dev = commands.add_parser("dev", help="Open the Dagster UI on this home's instance (dagster dev).")
     _home(dev)
@@ -79,7 +96,7 @@ def _build(args: argparse.Namespace) -> int:
     home = Home.at(args.home)
     vault = Path(args.vault).expanduser().resolve()
     with progress_display(enabled=not args.json and sys.stderr.isatty()):
-        outcome = run_build(home, vault, extractor=args.extractor, full=args.full)
+        outcome = run_build(home, vault, extractor=args.extractor, full=args.full, embedder=args.embedder)
     status = read_status(home)
     summary = {
         "run_id": outcome.run_id,
@@ -116,6 +133,31 @@ def _print_build(summary: dict) -> None:
         print(f"  failed {item['path']}: {item['error']} (retried on the next build)", file=sys.stderr)
     for error in summary["errors"]:
         print(f"  error: {error}", file=sys.stderr)
+
+
+def _search(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from engramrag.retrieve import RetrievalConfig, search
+
+    if args.k < 1:
+        print("engram: -k must be at least 1", file=sys.stderr)
+        return 2
+    config = RetrievalConfig()
+    if args.budget:
+        config = dataclasses.replace(config, context_chars=args.budget)
+    answer = search(args.query, Home.at(args.home), mode=args.mode, k=args.k, config=config)
+    if args.json:
+        print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
+        return 0
+    for warning in answer.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for rank, hit in enumerate(answer.results, 1):
+        legs = " ".join(f"{leg}={value:.3g}" for leg, value in hit.legs.items() if value)
+        print(f"{rank:>2}. {hit.doc}  {hit.title}  score={hit.score:.4g}  [{legs}]")
+    print()
+    print(answer.context)
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:

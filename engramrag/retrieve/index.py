@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import igraph as ig
-import lancedb
 import numpy as np
 
-from engramrag.retrieve.index_build import ENTITY_TABLE, current_index
+from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, current_index
 from engramrag.store import Home
 
 
@@ -28,7 +27,8 @@ class RetrievalIndex:
     entity_count: int
     edge_kind: np.ndarray
     db: duckdb.DuckDBPyConnection
-    _entities: Any = field(default=None, repr=False)
+    entity_vectors: np.ndarray  # (entities, dimension) unit rows, memory-mapped
+    entity_density: np.ndarray  # (entities,) local density of each label, for CSLS
 
     @classmethod
     def open(cls, home: Home) -> RetrievalIndex:
@@ -48,14 +48,19 @@ class RetrievalIndex:
         graph = ig.Graph(n=node_count, edges=edges, directed=False)
         graph.es["weight"] = weight
         db = duckdb.connect(str(folder / "index.duckdb"), read_only=True)
-        return cls(folder, manifest, graph, entity_count, kind, db)
+        vectors = np.load(folder / ENTITY_VECTORS, mmap_mode="r")
+        density = np.load(folder / ENTITY_DENSITY)
+        return cls(folder, manifest, graph, entity_count, kind, db, vectors, density)
 
-    @property
-    def entities(self) -> Any:
-        """The LanceDB table of unique entity labels with their vectors and local densities."""
-        if self._entities is None:
-            self._entities = lancedb.connect(str(self.folder / "vectors")).open_table(ENTITY_TABLE)
-        return self._entities
+    def nearest_entities(self, vector: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``limit`` entity nodes most similar to ``vector``, and their cosines, best first."""
+        if self.entity_count == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        cosines = self.entity_vectors @ np.asarray(vector, dtype=np.float32)
+        limit = min(limit, cosines.shape[0])
+        top = np.argpartition(-cosines, limit - 1)[:limit]
+        top = top[np.argsort(-cosines[top], kind="stable")]
+        return top, cosines[top]
 
     def is_passage(self, node: int) -> bool:
         return node >= self.entity_count

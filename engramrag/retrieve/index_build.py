@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import lancedb
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from engramrag.catalog.connection import catalog_writer
 from engramrag.embed.base import Embedder
@@ -40,7 +38,8 @@ from engramrag.vectors.lancedb_store import VectorStore
 
 FORMAT = 1
 CURRENT = "CURRENT"
-ENTITY_TABLE = "graph_entities"
+ENTITY_VECTORS = "entity_vectors.npy"
+ENTITY_DENSITY = "entity_density.npy"
 HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
 
 # Edge kinds, as stored in graph.npz.
@@ -292,16 +291,9 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             db.unregister("frame")
         db.execute("CREATE INDEX label_terms_term ON label_terms (term)")
         db.execute("CREATE INDEX edge_statements_pair ON edge_statements (low, high)")
-    vectors = lancedb.connect(str(folder / "vectors"))
-    if entity_count:
-        data = pa.table(
-            {
-                "node": pa.array(np.arange(entity_count, dtype=np.int64)),
-                "label": pa.array(graph["labels"], pa.string()),
-                "density": pa.array(graph["density"], pa.float32()),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(graph["matrix"].astype(np.float32).reshape(-1)), embedder.dimension
-                ),
-            }
-        )
-        vectors.create_table(ENTITY_TABLE, data)
+    # The unique labels' vectors (copied from LanceDB's entity_labels, which stays the store of record) as a
+    # plain matrix: one query against 12,492 labels took 17-100 ms through LanceDB's flat search and 1 ms as
+    # a numpy product (measured on the MuSiQue rules index), and the entity leg runs on every query.
+    matrix = graph["matrix"] if entity_count else np.zeros((0, embedder.dimension))
+    np.save(folder / ENTITY_VECTORS, np.ascontiguousarray(matrix, dtype=np.float32))
+    np.save(folder / ENTITY_DENSITY, np.asarray(graph["density"], dtype=np.float32))

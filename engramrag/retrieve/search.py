@@ -198,17 +198,11 @@ class Retriever:
         )
 
     def _entity(self, vector: np.ndarray) -> dict[int, float]:
-        hits = (
-            self.index.entities.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-            .distance_type("cosine")
-            .limit(self.config.entity_candidates)
-            .select(["node", "density", "_distance"])
-            .to_list()
-        )
+        nodes, cosines = self.index.nearest_entities(vector, self.config.entity_candidates)
         return hub_corrected(
-            [hit["node"] for hit in hits],
-            [1.0 - hit["_distance"] for hit in hits],
-            [hit["density"] for hit in hits],
+            nodes.tolist(),
+            cosines.tolist(),
+            self.index.entity_density[nodes].tolist(),
             self.config.csls_weight,
             self.config.entity_seeds,
         )

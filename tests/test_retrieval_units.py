@@ -1,0 +1,147 @@
+"""Seeding, hub correction, neighbours, PageRank and context assembly on small inputs with known answers."""
+
+from __future__ import annotations
+
+import igraph as ig
+import numpy as np
+import pytest
+
+from engramrag.retrieve.answer import Fact, Hit
+from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
+from engramrag.retrieve.lexical import lexical_scores, term_idf, terms
+from engramrag.retrieve.neighbours import nearest_neighbours
+from engramrag.retrieve.ppr import neighbourhood, personalized_pagerank
+from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, triple_seeds
+
+
+def test_terms_drop_function_words_and_bigram_korean() -> None:
+    assert terms("Who is the tech lead of Falcon?") == ["tech", "lead", "falcon"]
+    assert terms("박민지는 누구") == ["박민", "민지", "지는", "누구"]
+
+
+def test_lexical_leg_prefers_fully_named_rare_labels() -> None:
+    labels = {
+        0: ("falcon",), 1: ("falcon", "catalog"), 2: ("catalog",), 3: ("ingestion", "pipeline"), 4: ("박민", "민지")
+    }
+    postings: dict[str, list[int]] = {}
+    for node, listed in labels.items():
+        for term in listed:
+            postings.setdefault(term, []).append(node)
+    idf = term_idf({"falcon": 2, "catalog": 2, "ingestion": 1, "pipeline": 1, "박민": 1, "민지": 1}, total=5)
+    scores = lexical_scores(terms("Who leads the Falcon catalog?"), postings, labels, idf, 0.5, 10)
+    assert scores[1] == 1.0  # both words of "falcon catalog" named: the strongest match
+    assert 0 < scores[0] < 1 and 0 < scores[2] < 1
+    assert 3 not in scores  # nothing of it named
+    korean = lexical_scores(terms("박민지는 어디 있나"), postings, labels, idf, 0.5, 10)
+    assert list(korean) == [4]
+    half = lexical_scores(terms("ingestion"), postings, labels, idf, 0.6, 10)
+    assert half == {}  # one of two equally rare words is below a 0.6 coverage
+
+
+def test_hub_correction_demotes_a_dense_label_but_keeps_the_raw_top_one() -> None:
+    nodes = [10, 11, 12, 13]
+    cosines = [0.60, 0.55, 0.50, 0.20]
+    densities = [0.90, 0.10, 0.10, 0.10]  # node 10 is a hub: close to everything
+    seeds = hub_corrected(nodes, cosines, densities, weight=0.5, limit=2)
+    assert set(seeds) == {10, 11, 12}  # the two best corrected ones, plus the raw top-1
+    assert seeds[11] == 1.0  # the specific label now leads
+    assert seeds[10] == seeds[12] < seeds[11]  # the hub stays a seed, at the weakest kept seed's weight
+    no_correction = hub_corrected(nodes, cosines, densities, weight=0.0, limit=2)
+    assert max(no_correction, key=no_correction.get) == 10
+
+
+def test_triple_and_passage_legs() -> None:
+    hits = [
+        {"subject": "Minji Park", "object": "Falcon", "score": 0.8},
+        {"subject": "Falcon", "object": "Unknown thing", "score": 0.9},
+    ]
+    seeds = triple_seeds(hits, {"Minji Park": 1, "Falcon": 2})
+    assert seeds == {2: 1.0, 1: pytest.approx(0.8 / 0.9)}
+    scores, chunks = best_per_document(
+        [{"doc_id": "a", "score": 0.2, "chunk_index": 0}, {"doc_id": "a", "score": 0.7, "chunk_index": 3},
+         {"doc_id": "b", "score": 0.5, "chunk_index": 1}]
+    )
+    assert scores == {"a": 0.7, "b": 0.5} and chunks["a"]["chunk_index"] == 3
+    combined = Seeds(dense={"a": 0.7, "b": 0.35}, bm25={"b": 10.0}).passage_scores()
+    assert combined == {"a": pytest.approx(0.5 / 0.75), "b": 1.0}
+    assert Seeds(lexical={1: 1.0}, entity={1: 0.5, 2: 1.0}).entity_weights() == {1: 1.5, 2: 1.0}
+
+
+def test_nearest_neighbours_and_density_match_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[7] = vectors[8]  # an exact synonym pair
+    found = nearest_neighbours(vectors, k=5)
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -np.inf)
+    expected = np.sort(sims, axis=1)[:, ::-1][:, :5]
+    assert np.allclose(found.similarities, expected, atol=1e-5)
+    assert np.allclose(found.density(5), expected.mean(axis=1), atol=1e-5)
+    low, high, similarity = found.pairs_above(0.999)
+    assert list(zip(low.tolist(), high.tolist(), strict=True)) == [(7, 8)]
+    assert similarity[0] == pytest.approx(1.0, abs=1e-5)
+    alone = nearest_neighbours(vectors[:1], k=5)
+    assert alone.density(5)[0] == 0.0 and (alone.indices == -1).all()
+
+
+def exact_ppr(graph: ig.Graph, reset: dict[int, float], damping: float) -> np.ndarray:
+    """Personalized PageRank by solving the linear system directly, for comparison."""
+    n = graph.vcount()
+    adjacency = np.array(graph.get_adjacency(attribute="weight").data, dtype=float)
+    transition = adjacency / adjacency.sum(axis=0, keepdims=True)
+    restart = np.zeros(n)
+    for node, weight in reset.items():
+        restart[node] = weight
+    restart /= restart.sum()
+    return np.linalg.solve(np.eye(n) - damping * transition, (1 - damping) * restart)
+
+
+def test_ppr_matches_the_closed_form_on_a_small_weighted_graph() -> None:
+    graph = ig.Graph(n=6, edges=[(0, 1), (1, 2), (2, 3), (3, 4), (1, 5), (5, 3)])
+    graph.es["weight"] = [1.0, 2.0, 1.0, 1.0, 0.5, 0.5]
+    reset = {0: 1.0, 4: 0.25}
+    scores = personalized_pagerank(graph, reset, damping=0.5)
+    expected = exact_ppr(graph, reset, 0.5)
+    assert np.allclose([scores[i] for i in range(6)], expected, atol=1e-6)
+    assert scores[0] > scores[1] > scores[2]  # mass decays away from the main seed
+
+
+def test_ppr_on_a_neighbourhood_ranks_like_the_whole_graph_near_the_seeds() -> None:
+    graph = ig.Graph.Lattice([30, 30], circular=False)
+    graph.es["weight"] = [1.0] * graph.ecount()
+    reset = {0: 1.0, 35: 0.5}
+    whole = personalized_pagerank(graph, reset, damping=0.5, hops=3, max_nodes=10_000)
+    local = personalized_pagerank(graph, reset, damping=0.5, hops=3, max_nodes=60)
+    assert len(local) <= 60 and len(whole) == 900
+    near = sorted(local, key=local.get, reverse=True)[:5]
+    assert set(near) == set(sorted(whole, key=whole.get, reverse=True)[:5])  # 1 and 30 tie by symmetry
+    assert local[0] == pytest.approx(whole[0], rel=0.1)
+    assert set(neighbourhood(graph, [0], hops=1, max_nodes=5)) == {0, 1, 30}
+
+
+def test_ppr_without_seeds_is_empty() -> None:
+    assert personalized_pagerank(ig.Graph(n=3, edges=[(0, 1)]), {}, 0.5) == {}
+
+
+def hit(rank: int, length: int) -> Hit:
+    return Hit(f"doc{rank}.md", f"Doc {rank}", 1.0 / rank, "word " * length, {}, {"lines": [1, 3]})
+
+
+def fact(i: int, reason: str) -> Fact:
+    return Fact(f"Entity {i}", "relates to", f"Other {i}", "a.md", f"s{i}", (i, i), reason, 0.0)
+
+
+def test_context_stays_within_budget_and_keeps_reserved_bridges() -> None:
+    hits = [hit(rank, 400) for rank in range(1, 11)]
+    bridges = [fact(1, "bridge"), fact(2, "bridge")]
+    facts = [fact(i, "top entity") for i in range(10, 40)]
+    text, kept_facts, kept_bridges = assemble_context("q", hits, facts, bridges, 3000, 0.2, 0.15, AUTO_TURN_NOTICE)
+    assert len(text) <= 3000
+    assert kept_bridges == bridges  # long documents cannot crowd out the reserved bridge places
+    assert 0 < len(kept_facts) < len(facts)
+    assert "Entity 1 — relates to — Other 1 (a.md:1)" in text
+    assert AUTO_TURN_NOTICE in text
+    assert "[1] doc1.md" in text
+    roomy, _, _ = assemble_context("q", hits[:2], [], [], 3000, 0.2, 0.15)
+    assert "## Bridges" not in roomy and len(roomy) <= 3000
