@@ -42,12 +42,14 @@ def test_hub_correction_demotes_a_dense_label_but_keeps_the_raw_top_one() -> Non
     nodes = [10, 11, 12, 13]
     cosines = [0.60, 0.55, 0.50, 0.20]
     densities = [0.90, 0.10, 0.10, 0.10]  # node 10 is a hub: close to everything
-    seeds = hub_corrected(nodes, cosines, densities, weight=0.5, limit=2)
-    assert set(seeds) == {10, 11, 12}  # the two best corrected ones, plus the raw top-1
-    assert seeds[11] == 1.0  # the specific label now leads
+    seeds = hub_corrected(nodes, cosines, densities, k=4, limit=2)
+    r_query = sum(cosines) / 4
+    assert seeds[11] == pytest.approx(2 * 0.55 - r_query - 0.10)  # CSLS, unscaled
+    assert seeds[12] == pytest.approx(2 * 0.50 - r_query - 0.10)
     assert seeds[10] == seeds[12] < seeds[11]  # the hub stays a seed, at the weakest kept seed's weight
-    no_correction = hub_corrected(nodes, cosines, densities, weight=0.0, limit=2)
-    assert max(no_correction, key=no_correction.get) == 10
+    assert 13 not in seeds  # does not stand out from the query's neighbourhood
+    flat = hub_corrected([1, 2, 3], [0.3, 0.3, 0.3], [0.4, 0.4, 0.4], k=3, limit=3)
+    assert flat == {}  # nothing stands out: no seeds rather than noise
 
 
 def test_triple_and_passage_legs() -> None:
@@ -55,8 +57,8 @@ def test_triple_and_passage_legs() -> None:
         {"subject": "Minji Park", "object": "Falcon", "score": 0.8},
         {"subject": "Falcon", "object": "Unknown thing", "score": 0.9},
     ]
-    seeds = triple_seeds(hits, {"Minji Park": 1, "Falcon": 2})
-    assert seeds == {2: 1.0, 1: pytest.approx(0.8 / 0.9)}
+    seeds = triple_seeds(hits, {"Minji Park": 1, "Falcon": 2}, k=2)
+    assert seeds == {2: pytest.approx(0.9 - 0.85)}  # only the triple above the query's mean seeds
     scores, chunks = best_per_document(
         [{"doc_id": "a", "score": 0.2, "chunk_index": 0}, {"doc_id": "a", "score": 0.7, "chunk_index": 3},
          {"doc_id": "b", "score": 0.5, "chunk_index": 1}]

@@ -3,7 +3,7 @@
 from engramrag.retrieve.answer import Fact, Hit, SearchAnswer
 from engramrag.retrieve.config import IndexConfig, RetrievalConfig
 from engramrag.retrieve.index import IndexMissing
-from engramrag.retrieve.search import ABLATIONS, MODES, EmbedderMismatch, Retriever, search
+from engramrag.retrieve.retriever import ABLATIONS, MODES, EmbedderMismatch, Retriever, search
 
 __all__ = [
     "ABLATIONS",

@@ -43,13 +43,18 @@ class RetrievalConfig:
         default=30, metadata={"help": "Entity labels fetched by vector search before hub correction."}
     )
     entity_seeds: int = field(default=5, metadata={"help": "Entities kept as seeds from the entity-label leg."})
-    csls_weight: float = field(
-        default=0.5,
+    csls_query_k: int = field(
+        default=10,
+        metadata={"help": "k of the query's own density in CSLS (mean cosine to its k nearest labels or triples)."},
+    )
+    triple_candidates: int = field(default=20, metadata={"help": "Triples fetched by the triple-embedding leg."})
+    dense_passage_seeds: bool | None = field(
+        default=None,
         metadata={
-            "help": "How much of an entity's local density is subtracted from its cosine (0.5 ranks as CSLS does)."
+            "help": "Whether chunk-embedding scores seed passages next to BM25. Unset: yes, except with the hash "
+            "embedder, a character n-gram model that only repeats BM25 less well on passages."
         },
     )
-    triple_candidates: int = field(default=10, metadata={"help": "Triples kept from the triple-embedding leg."})
     lexical_seeds: int = field(default=10, metadata={"help": "Entities kept from the lexical leg."})
     lexical_min_coverage: float = field(
         default=0.5,

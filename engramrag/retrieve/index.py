@@ -11,7 +11,7 @@ import duckdb
 import igraph as ig
 import numpy as np
 
-from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, current_index
+from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, FORMAT, current_index
 from engramrag.store import Home
 
 
@@ -39,6 +39,11 @@ class RetrievalIndex:
                 f"Build it with `engram build --vault VAULT --home {home.root}`."
             )
         manifest = json.loads((folder / "manifest.json").read_text())
+        if manifest.get("format") != FORMAT:
+            raise IndexMissing(
+                f"the retrieval index of {home.root} has format {manifest.get('format')}, this version reads "
+                f"{FORMAT}; run `engram build --vault VAULT --home {home.root}` to rebuild it."
+            )
         with np.load(folder / "graph.npz") as arrays:
             node_count = int(arrays["node_count"][0])
             entity_count = int(arrays["entity_count"][0])

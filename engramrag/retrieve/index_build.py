@@ -36,7 +36,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 1
+FORMAT = 2
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"

@@ -1,9 +1,13 @@
-"""The four seeding legs and the hub correction. Each leg returns node -> score scaled to a maximum of 1.
+"""The four seeding legs and the hub correction.
 
-- lexical: entity surface forms named in the query (see lexical.py);
-- entity: query vs entity-label embeddings, hub-corrected (CSLS);
-- triple: query vs triple embeddings; a triple seeds its subject and object;
-- passage: chunk embeddings (dense) and BM25, per document.
+- lexical: entity surface forms named in the query (see lexical.py), scaled to a maximum of 1;
+- entity: query vs entity-label embeddings, hub-corrected (CSLS), unscaled;
+- triple: query vs triple embeddings; a triple that stands out seeds its subject and object, unscaled;
+- passage: chunk embeddings (dense) and BM25, per document, each scaled to a maximum of 1.
+
+The embedding legs are deliberately not rescaled to 1: how far a match stands out is the evidence, and
+rescaling would give the best of a set of poor matches the weight of a label the query names verbatim
+(on MuSiQue with the hash embedder, rescaled embedding seeds cost 15 points of ALL@10; eval/README.md).
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ class Seeds:
                 total[node] += score
         return dict(total)
 
-    def passage_scores(self) -> dict[str, float]:
+    def passage_scores(self, use_dense: bool = True) -> dict[str, float]:
         """Per document: the mean of its scaled dense and BM25 scores (legs that ran), scaled to max 1."""
-        legs = [scaled(leg) for leg in (self.dense, self.bm25) if leg]
+        legs = [scaled(leg) for leg in ((self.dense if use_dense else {}), self.bm25) if leg]
         if not legs:
             return {}
         combined: dict[str, float] = defaultdict(float)
@@ -54,39 +58,53 @@ def scaled(scores: Mapping, floor: float = 0.0) -> dict:
     return {key: value / top for key, value in kept.items()}
 
 
+def query_density(cosines: Sequence[float], k: int) -> float:
+    """Mean similarity of the query to its ``k`` nearest candidates (CSLS's r_query)."""
+    if len(cosines) == 0:
+        return 0.0
+    return float(np.sort(np.asarray(cosines, dtype=np.float64))[::-1][:k].mean())
+
+
 def hub_corrected(
-    nodes: Sequence[int], cosines: Sequence[float], densities: Sequence[float], weight: float, limit: int
+    nodes: Sequence[int], cosines: Sequence[float], densities: Sequence[float], k: int, limit: int
 ) -> dict[int, float]:
-    """CSLS seeds: cosine minus ``weight`` x the entity's local density, best ``limit`` kept, scaled to max 1.
+    """CSLS seeds: 2 cos(q, e) - r_query - r_entity, the best ``limit`` of those above zero.
 
     A label that sits in a dense crowd of labels (a hub: "system", "2023") is similar to every query a
-    little; subtracting its density stops it from out-seeding the specific entity the query names. With
-    weight 0.5 the order is CSLS's (2 cos - r_query - r_entity, r_query being the same for every entity).
-    The raw top-1 by cosine is always kept as a seed, at no less than the weakest kept seed: correction
-    reorders the candidates but never removes the single closest label.
+    little; subtracting its local density r_entity (precomputed: mean similarity to its k nearest labels)
+    stops it from out-seeding the specific entity the query names, and subtracting the query's own
+    density r_query keeps only labels that stand out from what the query is vaguely close to. The weights
+    are not rescaled: a weak embedder (the hash one) yields small weights and so defers to the lexical
+    leg, a strong one yields large ones. The raw top-1 by cosine stays a seed, at no less than the weakest
+    kept seed, whenever any label stands out: correction reorders the candidates but never drops the
+    single closest label in favour of weaker ones.
     """
     if not nodes:
         return {}
     cos = np.asarray(cosines, dtype=np.float64)
-    corrected = cos - weight * np.asarray(densities, dtype=np.float64)
-    order = np.argsort(-corrected, kind="stable")[:limit]
-    shift = min(0.0, float(corrected[order].min()))  # keep weights positive when all corrected scores are low
-    weights = {int(nodes[i]): float(corrected[i] - shift) + 1e-6 for i in order}
-    top_raw = int(np.argmax(cos))
-    floor = min(weights.values())
-    weights[int(nodes[top_raw])] = max(weights.get(int(nodes[top_raw]), 0.0), floor)
-    return scaled(weights)
+    csls = 2.0 * cos - query_density(cos, k) - np.asarray(densities, dtype=np.float64)
+    order = [i for i in np.argsort(-csls, kind="stable")[:limit] if csls[i] > 0]
+    weights = {int(nodes[i]): float(csls[i]) for i in order}
+    if weights:
+        top_raw = int(nodes[int(np.argmax(cos))])
+        weights[top_raw] = max(weights.get(top_raw, 0.0), min(weights.values()))
+    return weights
 
 
-def triple_seeds(hits: Sequence[dict], node_of_label: Mapping[str, int]) -> dict[int, float]:
-    """Each triple hit seeds its subject and object entity with its cosine (the best triple per entity)."""
+def triple_seeds(hits: Sequence[dict], node_of_label: Mapping[str, int], k: int) -> dict[int, float]:
+    """A triple that stands out (cosine above the query's mean over its ``k`` nearest triples) seeds its
+    subject and object with that margin; an entity keeps the best margin of its triples."""
+    r_query = query_density([hit["score"] for hit in hits], k)
     best: dict[int, float] = {}
     for hit in hits:
+        margin = hit["score"] - r_query
+        if margin <= 0:
+            continue
         for label in (hit["subject"], hit["object"]):
             node = node_of_label.get(label)
-            if node is not None and hit["score"] > best.get(node, 0.0):
-                best[node] = hit["score"]
-    return scaled(best)
+            if node is not None and margin > best.get(node, 0.0):
+                best[node] = margin
+    return best
 
 
 def best_per_document(hits: Sequence[dict]) -> tuple[dict[str, float], dict[str, dict]]:

@@ -59,6 +59,8 @@ class Retriever:
         self.embedder = embedder
         self.config = config
         self.vectors = VectorStore.for_home(home, embedder)
+        chosen = config.dense_passage_seeds
+        self.dense_passages = chosen if chosen is not None else not embedder.name.startswith("hash")
         passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes").fetchall()
         self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
         self.doc_of_node = {node: doc for node, doc, _, _ in passages}
@@ -137,7 +139,11 @@ class Retriever:
                 seeds.best_chunk.setdefault(doc, chunk)
             timings["chunk"] = _ms(mark)
         if ablation is not None:
-            scores = {"graph_off": seeds.passage_scores(), "bm25_only": seeds.bm25, "dense_only": seeds.dense}[ablation]
+            scores = {
+                "graph_off": seeds.passage_scores(self.dense_passages),
+                "bm25_only": seeds.bm25,
+                "dense_only": seeds.dense,
+            }[ablation]
             return _Ranked(seeds, {}, _ordered(scores.items()))
         mark = time.perf_counter()
         seeds.lexical = self._lexical(query)
@@ -148,13 +154,12 @@ class Retriever:
             timings["entity"] = _ms(mark)
             mark = time.perf_counter()
             seeds.triples = self.vectors.search_vector("triples", vector, k=self.config.triple_candidates)
-            seeds.triple = triple_seeds(seeds.triples, self._nodes_of_labels(
-                label for hit in seeds.triples for label in (hit["subject"], hit["object"])
-            ))
+            labels = self._nodes_of_labels(label for hit in seeds.triples for label in (hit["subject"], hit["object"]))
+            seeds.triple = triple_seeds(seeds.triples, labels, self.config.csls_query_k)
             timings["triple"] = _ms(mark)
         mark = time.perf_counter()
         reset = dict(seeds.entity_weights())
-        passage_scores = seeds.passage_scores()
+        passage_scores = seeds.passage_scores(self.dense_passages)
         for doc, score in passage_scores.items():
             if doc in self.passage_of_doc:
                 node = self.passage_of_doc[doc][0]
@@ -203,7 +208,7 @@ class Retriever:
             nodes.tolist(),
             cosines.tolist(),
             self.index.entity_density[nodes].tolist(),
-            self.config.csls_weight,
+            self.config.csls_query_k,
             self.config.entity_seeds,
         )
 
