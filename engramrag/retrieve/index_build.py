@@ -36,7 +36,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 2
+FORMAT = 3
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -136,8 +136,11 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
     embedded = "SELECT doc_id FROM embedded_documents"
     return {
         "passages": catalog.execute(
-            f"SELECT doc_id, path, title, bucket FROM documents WHERE NOT gone AND doc_id IN ({embedded}) "
-            "ORDER BY path"
+            f"""
+            SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end
+            FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id AND c.chunk_index = 0
+            WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
+            """
         ).df(),
         "entities": catalog.execute(
             f"SELECT doc_id, entity_key, label, kind FROM entities WHERE doc_id IN ({embedded}) "
@@ -276,7 +279,7 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
         [(node, term) for node, listed in enumerate(graph["term_lists"]) for term in listed], columns=["node", "term"]
     )
     idf = pd.DataFrame(list(graph["idf"].items()), columns=["term", "idf"])
-    passages = graph["passages"][["node", "doc_id", "path", "title", "bucket"]]
+    passages = graph["passages"][["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end"]]
     edge_statements = graph["edge_statements"]
     with duckdb.connect(str(folder / "index.duckdb")) as db:
         for name, frame in (

@@ -9,10 +9,12 @@ possibly partial or stale. The ablations used by the evaluation rank by one part
 
 from __future__ import annotations
 
+import heapq
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
@@ -48,6 +50,7 @@ class _Ranked:
     seeds: Seeds
     ppr: dict[int, float]
     order: list[tuple[str, float]]  # (doc_id, score), best first
+    top_entities: list[int] = field(default_factory=list)  # entity nodes by PageRank, best first (20)
 
 
 class Retriever:
@@ -173,7 +176,9 @@ class Retriever:
             for doc, (node, _, _) in self.passage_of_doc.items()
             if node in ppr or doc in passage_scores
         }
-        return _Ranked(seeds, ppr, _ordered(doc_scores.items()))
+        entity_count = self.index.entity_count
+        top = heapq.nlargest(20, ((score, node) for node, score in ppr.items() if node < entity_count))
+        return _Ranked(seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top])
 
     def _lexical(self, query: str) -> dict[int, float]:
         query_terms = terms(query)
@@ -232,10 +237,11 @@ class Retriever:
         chunks = dict(seeds.best_chunk)
         missing = [doc for doc in docs if doc not in chunks]
         if missing:
-            for row in self.vectors.table("chunks").search().where(
-                _in_list("doc_id", missing) + " AND chunk_index = 0"
-            ).select(["doc_id", "text", "line_start", "line_end"]).limit(len(missing)).to_list():
-                chunks[row["doc_id"]] = row
+            for doc, text, start, end in self.index.db.execute(
+                "SELECT doc_id, snippet, line_start, line_end FROM passage_nodes WHERE list_contains(?, doc_id)",
+                [missing],
+            ).fetchall():
+                chunks[doc] = {"text": text, "line_start": start, "line_end": end}
         statements = self._statements_of(docs, ranked)
         hits = []
         for doc, score in top:
@@ -296,10 +302,7 @@ class Retriever:
         return out
 
     def _top_entities(self, ranked: _Ranked, count: int) -> set[int]:
-        entity_count = self.index.entity_count
-        scored = [(score, node) for node, score in ranked.ppr.items() if node < entity_count]
-        scored.sort(reverse=True)
-        return {node for _, node in scored[:count]}
+        return set(ranked.top_entities[:count])
 
     # facts and bridges --------------------------------------------------------------------------------
 
@@ -339,7 +342,9 @@ class Retriever:
         paths = []
         for i, a in enumerate(seeds):
             for b in seeds[i + 1 :]:
-                path = graph.get_shortest_path(a, b, output="vpath")
+                with warnings.catch_warnings():  # igraph warns when the two are not connected
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    path = graph.get_shortest_path(a, b, output="vpath")
                 if 3 <= len(path) <= 5:  # adjacent seeds need no bridge; long paths explain nothing
                     paths.append(path)
         pairs = {
@@ -440,10 +445,6 @@ def _ordered(scores: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000.0, 3)
-
-
-def _in_list(column: str, values: list[str]) -> str:
-    return f"{column} IN (" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")"
 
 
 __all__ = ["Retriever", "scaled", "search"]

@@ -21,7 +21,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS
+from lancedb.index import FTS, HnswSq
 
 from engramrag.embed.base import Embedder
 from engramrag.store import Home
@@ -39,6 +39,17 @@ FTS_CONFIG = FTS(
     ascii_folding=True,
     with_position=False,
 )
+
+
+# Below this many rows a flat scan is fast enough and exact. IVF_HNSW_SQ rather than IVF_PQ: on the
+# 17,204 MuSiQue replay triples it answered in ~7 ms with 90-95% of the exact top 20 (IVF_PQ: ~8 ms,
+# 50-80%), against 25-70 ms for the flat scan.
+ANN_MIN_ROWS = 10_000
+ANN_ROWS_PER_PARTITION = 100_000
+
+
+def ann_config(rows: int) -> HnswSq:
+    return HnswSq(distance_type="cosine", num_partitions=max(1, rows // ANN_ROWS_PER_PARTITION))
 
 
 class VectorStoreMismatch(RuntimeError):
@@ -160,13 +171,16 @@ class VectorStore:
         return hits
 
     def refresh_indexes(self) -> None:
-        """Bring the BM25 index up to date after bucket runs: build it the first time, then fold new rows in."""
-        if self.count("chunks") == 0:
-            return
-        if self.has_fts_index():
-            self.optimize()
-        else:
+        """After bucket runs: compact the tables, build the BM25 index the first time (then fold new rows in),
+        and give tables of at least ``ANN_MIN_ROWS`` rows an approximate vector index."""
+        self.optimize()
+        if self.count("chunks") and not self.has_fts_index():
             self.create_fts_index()
+        for name in ("chunks", "triples"):
+            table = self.table(name)
+            rows = table.count_rows()
+            if rows >= ANN_MIN_ROWS and not any(list(index.columns) == ["vector"] for index in table.list_indices()):
+                table.create_index("vector", config=ann_config(rows))
 
     def count(self, table: str, where: str | None = None) -> int:
         return self.table(table).count_rows(where)
