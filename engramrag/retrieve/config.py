@@ -19,12 +19,17 @@ class IndexConfig:
     density_neighbours: int = field(
         default=10, metadata={"help": "k of the local density (mean similarity to the k nearest labels) used by CSLS."}
     )
+    title_edge_weight: float = field(
+        default=3.0,
+        metadata={"help": "Extra factor on the mention edge between a note and the entity it is about (its title)."},
+    )
     analysis_edge_weight: float = field(
         default=0.5,
         metadata={"help": "Weight of a machine-proposed relation (e.g. co-occurrence) relative to an asserted one."},
     )
     mention_edge_weight: float = field(
-        default=1.0, metadata={"help": "Weight of a passage–entity mention edge."}
+        default=1.0,
+        metadata={"help": "Weight of a passage–entity mention edge for one mention; n mentions weigh 1 + ln n times."},
     )
 
 

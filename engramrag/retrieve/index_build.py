@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
@@ -28,6 +29,7 @@ import pandas as pd
 
 from engramrag.catalog.connection import catalog_writer
 from engramrag.embed.base import Embedder
+from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
@@ -36,7 +38,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 3
+FORMAT = 5
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -142,8 +144,11 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
             WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
             """
         ).df(),
+        "texts": catalog.execute(
+            f"SELECT text FROM documents WHERE NOT gone AND doc_id IN ({embedded}) ORDER BY path"
+        ).df()["text"],
         "entities": catalog.execute(
-            f"SELECT doc_id, entity_key, label, kind FROM entities WHERE doc_id IN ({embedded}) "
+            f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
             "ORDER BY doc_id, entity_key"
         ).df(),
         "statements": catalog.execute(
@@ -172,6 +177,7 @@ def _assemble(
     tables: dict[str, pd.DataFrame], vectors: dict[tuple[str, str], np.ndarray], config: IndexConfig
 ) -> dict[str, Any]:
     entities, statements, passages = tables["entities"], tables["statements"], tables["passages"]
+    tables = {"texts": tables["texts"]}
     entities = entities.assign(node_key=entities["label"].map(normalise_label))
     entities = entities[entities["node_key"] != ""]
     node_keys = sorted(set(entities["node_key"]))
@@ -195,7 +201,7 @@ def _assemble(
         key = (min(a, b), max(a, b), kind)
         edges[key] = edges.get(key, 0.0) + weight
 
-    for doc, key, label, kind, node_key in entities.itertuples(index=False):
+    for doc, key, label, kind, count, node_key in entities.itertuples(index=False):
         node = node_of_key[node_key]
         labels.setdefault(node, Counter())[label] += 1
         kinds.setdefault(node, Counter())[kind] += 1
@@ -203,7 +209,11 @@ def _assemble(
         if node not in vector_of_node and (doc, key) in vectors:
             vector_of_node[node] = vectors[(doc, key)]
         if doc in passage_node:
-            add(node, passage_node[doc], MENTION, config.mention_edge_weight)
+            # A note that names an entity often is more about it than one naming it once (as author, say).
+            weight = config.mention_edge_weight * (1.0 + math.log(max(1, count)))
+            if key == DOCUMENT_KEY:  # the entity the note is about: its title
+                weight *= config.title_edge_weight
+            add(node, passage_node[doc], MENTION, weight)
 
     edge_rows = []
     for row in statements.itertuples(index=False):
@@ -231,7 +241,8 @@ def _assemble(
     ordered = sorted(edges.items())
     display = [labels[node].most_common(1)[0][0] for node in range(entity_count)]
     term_lists = [tuple(dict.fromkeys(terms(display[node] + " " + node_keys[node]))) for node in range(entity_count)]
-    frequency = Counter(term for listed in term_lists for term in listed)
+    label_terms = {term for listed in term_lists for term in listed}
+    frequency = _document_frequency(tables["texts"], label_terms)
     return {
         "entity_count": entity_count,
         "node_keys": node_keys,
@@ -250,8 +261,18 @@ def _assemble(
             columns=["low", "high", "src", "dst", *statements.columns],
         ),
         "term_lists": term_lists,
-        "idf": term_idf(frequency, max(1, entity_count)),
+        "idf": term_idf(frequency, max(1, len(passages))),
     }
+
+
+def _document_frequency(texts: pd.Series, wanted: set[str]) -> Counter[str]:
+    """In how many documents each label term occurs. Weighting label terms by how common they are in the
+    notes (not among labels) keeps an everyday word that happens to be a label ("Owns", "Status") from
+    seeding as strongly as a name only a few notes use."""
+    frequency: Counter[str] = Counter()
+    for text in texts:
+        frequency.update(wanted.intersection(terms(text)))
+    return frequency
 
 
 def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:

@@ -3,7 +3,8 @@
 Labels and queries are cut into the same terms as the full-text index (words; CJK runs as overlapping
 bigrams, so "박민지" is found in "박민지는"), minus function words. An entity matches when the IDF-weighted
 share of its label's terms found in the query reaches a minimum; its score is that share times the IDF
-mass matched, so a rare, fully named entity outranks a common word.
+mass matched, so a rare, fully named entity outranks a common word. Term rarity is measured over the
+documents' text, not over the labels, so a common word that happens to be a label stays weak.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def terms(text: str) -> list[str]:
 
 
 def term_idf(document_frequency: Mapping[str, int], total: int) -> dict[str, float]:
-    """Smoothed inverse frequency of each term over the entity labels."""
+    """Smoothed inverse document frequency of each term (``total`` documents)."""
     return {term: math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for term, df in document_frequency.items()}
 
 

@@ -61,7 +61,9 @@ class Retriever:
         self.index = index
         self.embedder = embedder
         self.config = config
-        self.vectors = VectorStore.for_home(home, embedder)
+        # The index's recorded dimension, not embedder.dimension: a server embedder would be asked for it,
+        # and auto_turn must work while the embedding server is down.
+        self.vectors = VectorStore(home.lancedb_path, int(index.manifest["dimension"]), embedder.name)
         chosen = config.dense_passage_seeds
         self.dense_passages = chosen if chosen is not None else not embedder.name.startswith("hash")
         passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes").fetchall()
