@@ -92,11 +92,18 @@ def run_build(
         )
     }
     errors = [
-        event.event_specific_data.error.message.strip()
+        _root_message(event.event_specific_data.error)
         for event in result.all_events
         if event.event_type_value == "STEP_FAILURE" and event.event_specific_data.error
     ]
     return BuildOutcome(result.run_id, result.success, buckets, checks, errors)
+
+
+def _root_message(error) -> str:
+    """The step's error with what the asset raised: Dagster wraps it in its own message as the direct cause."""
+    message = error.message.strip()
+    cause = getattr(error, "cause", None)
+    return f"{message} {cause.message.strip()}" if cause is not None else message
 
 
 def release_abandoned_runs(instance) -> list[str]:

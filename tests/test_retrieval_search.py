@@ -83,7 +83,7 @@ def test_full_search_ranks_the_document_that_answers_with_provenance_and_legs(re
 
 
 def test_korean_question_finds_the_korean_person(retriever: Retriever) -> None:
-    answer = retriever.search("김지훈 담당 업무", k=5)
+    answer = retriever.search("김지훈은 무엇을 담당하나?", k=5)
     assert "people/김지훈.md" in docs(answer)[:3]
 
 

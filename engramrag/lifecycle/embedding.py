@@ -170,11 +170,12 @@ def _record(
     catalog.execute("BEGIN")
     ids = [*todo, *gone]
     catalog.execute("DELETE FROM embedded_documents WHERE list_contains(?, doc_id)", [ids])
-    catalog.executemany(
-        "INSERT INTO embedded_documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            [doc_id, bucket, extraction, embedder, *(counts[doc_id][t] for t in TABLES), now]
-            for doc_id, extraction in todo.items()
-        ],
-    )
+    if todo:
+        catalog.executemany(
+            "INSERT INTO embedded_documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                [doc_id, bucket, extraction, embedder, *(counts[doc_id][t] for t in TABLES), now]
+                for doc_id, extraction in todo.items()
+            ],
+        )
     catalog.execute("COMMIT")
