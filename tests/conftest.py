@@ -13,6 +13,7 @@ from assets.catalog import document_catalog
 from assets.documents import document_quads, documents
 from assets.partitions import BUCKET_COUNT
 from assets.resources import EngramStores
+from assets.retrieval import document_embeddings, retrieval_index
 from engramrag.store import Home
 from engramrag.vault.ids import bucket_key, bucket_of
 from pipelines.checks import provenance_checks
@@ -51,9 +52,11 @@ class Lifecycle:
         return bucket_key(bucket_of(relative_path, BUCKET_COUNT))
 
     def run_buckets(self, keys: list[str], with_catalog: bool = True) -> dg.ExecuteInProcessResult:
-        """One run over the bucket range covering ``keys`` (a single-run backfill), like `engram build`."""
+        """One run over the bucket range covering ``keys`` (a single-run backfill), like `engram build`
+        (without the catalog: only documents and quads)."""
         ordered = sorted(keys)
-        selection = [documents, document_quads] + ([document_catalog, *provenance_checks] if with_catalog else [])
+        downstream = [document_catalog, *provenance_checks, document_embeddings, retrieval_index]
+        selection = [documents, document_quads] + (downstream if with_catalog else [])
         return dg.materialize(
             selection,
             instance=self.instance,

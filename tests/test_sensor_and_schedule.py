@@ -89,7 +89,7 @@ def test_definitions_load_with_lineage_checks_sensor_and_schedule():
 
     repository = defs.get_repository_def()
     keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
-    assert keys == {"documents", "document_quads", "document_catalog"}
+    assert keys == {"documents", "document_quads", "document_catalog", "document_embeddings", "retrieval_index"}
     graph = repository.asset_graph
     assert graph.get(dg.AssetKey("document_catalog")).parent_keys == {dg.AssetKey("document_quads")}
     assert {check.name for check in graph.asset_check_keys} == {
