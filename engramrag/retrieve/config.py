@@ -69,7 +69,7 @@ class RetrievalConfig:
         default=50, metadata={"help": "Chunks fetched by each of dense and BM25 search."}
     )
     max_subgraph_nodes: int = field(
-        default=10_000,
+        default=2_000,
         metadata={"help": "PageRank runs on the seeds' neighbourhood up to this many nodes (exact below it)."},
     )
     subgraph_hops: int = field(default=3, metadata={"help": "Hops from the seeds that the neighbourhood spans."})
