@@ -26,7 +26,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import platform
 import re
 import shutil
 import sys
@@ -434,30 +433,15 @@ def tests_table(tests: Sequence[Mapping[str, Any]]) -> str:
 
 
 def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                            "python": platform.python_version()}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                info["memory_gib"] = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    info["packages"] = {}
-    for package in ("dagster", "duckdb", "lancedb", "igraph", "pyoxigraph", "numpy"):
+    """The build benchmark's machine description, with the retrieval packages added."""
+    from eval.build_benchmark import machine as build_machine
+
+    info = build_machine()
+    for package in ("igraph", "numpy"):
         try:
             info["packages"][package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             info["packages"][package] = None
-    try:
-        from eval.build_benchmark import source_digest
-
-        info["source_digest"] = source_digest()
-    except Exception:  # the digest is a convenience; never fail the benchmark over it
-        info["source_digest"] = None
     return info
 
 
