@@ -69,6 +69,14 @@ class Retriever:
         passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes").fetchall()
         self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
         self.doc_of_node = {node: doc for node, doc, _, _ in passages}
+        # The lexical leg's tables, held in memory: a few hundred thousand short rows at 10,000 notes.
+        label_terms: dict[int, list[str]] = defaultdict(list)
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for node, term in index.db.execute("SELECT node, term FROM label_terms").fetchall():
+            label_terms[node].append(term)
+            self.postings[term].append(node)
+        self.label_terms = {node: tuple(listed) for node, listed in label_terms.items()}
+        self.idf: dict[str, float] = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
         self.labels: list[str] = [
             label for (label,) in index.db.execute("SELECT label FROM entity_nodes ORDER BY node").fetchall()
         ]
@@ -183,28 +191,11 @@ class Retriever:
         return _Ranked(seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top])
 
     def _lexical(self, query: str) -> dict[int, float]:
-        query_terms = terms(query)
-        if not query_terms:
-            return {}
-        rows = self.index.db.execute(
-            """
-            SELECT lt.node, lt.term, coalesce(i.idf, 0) FROM label_terms lt LEFT JOIN term_idf i USING (term)
-            WHERE lt.node IN (SELECT node FROM label_terms WHERE list_contains(?, term))
-            """,
-            [sorted(set(query_terms))],
-        ).fetchall()
-        label_terms: dict[int, list[str]] = defaultdict(list)
-        postings: dict[str, list[int]] = defaultdict(list)
-        idf: dict[str, float] = {}
-        for node, term, weight in rows:
-            label_terms[node].append(term)
-            postings[term].append(node)
-            idf[term] = weight
         return lexical_scores(
-            query_terms,
-            postings,
-            {node: tuple(listed) for node, listed in label_terms.items()},
-            idf,
+            terms(query),
+            self.postings,
+            self.label_terms,
+            self.idf,
             self.config.lexical_min_coverage,
             self.config.lexical_seeds,
         )
@@ -313,25 +304,29 @@ class Retriever:
         top = self._top_entities(ranked, 10)
         facts: list[Fact] = []
         if top:
-            rows = self.index.db.execute(
-                """
-                SELECT e.src, e.dst, e.doc_id, e.statement_id, e.label, e.role, e.line_start, e.line_end, p.path
-                FROM edge_statements e JOIN passage_nodes p USING (doc_id)
-                WHERE list_contains(?, e.src) OR list_contains(?, e.dst)
-                """,
-                [sorted(top), sorted(top)],
-            ).fetchall()
-            seen = set()
-            for src, dst, _, statement, label, _role, start, end, path in sorted(
-                rows, key=lambda r: (r[5] != "assertion", -(ppr.get(r[0], 0.0) + ppr.get(r[1], 0.0)), r[3])
-            ):
-                key = (src, dst, label)
-                if key in seen:
-                    continue
-                seen.add(key)
+            # Ranked in DuckDB: a hub among the top entities can have tens of thousands of statements.
+            scores = pd.DataFrame({"node": list(ppr), "score": list(ppr.values())})
+            self.index.db.register("ppr_scores", scores)
+            try:
+                rows = self.index.db.execute(
+                    """
+                    SELECT e.src, e.dst, e.statement_id, e.label, e.line_start, e.line_end, p.path,
+                           coalesce(s.score, 0) + coalesce(o.score, 0) AS score
+                    FROM edge_statements e JOIN passage_nodes p USING (doc_id)
+                    LEFT JOIN ppr_scores s ON s.node = e.src LEFT JOIN ppr_scores o ON o.node = e.dst
+                    WHERE list_contains(?, e.src) OR list_contains(?, e.dst)
+                    QUALIFY row_number() OVER (PARTITION BY e.src, e.dst, e.label ORDER BY e.role, e.statement_id) = 1
+                    ORDER BY e.role != 'assertion', score DESC, e.statement_id
+                    LIMIT 100
+                    """,
+                    [sorted(top), sorted(top)],
+                ).fetchall()
+            finally:
+                self.index.db.unregister("ppr_scores")
+            for src, dst, statement, label, start, end, path, score in rows:
                 facts.append(
                     Fact(self._label(src), label, self._label(dst), path, statement, (start, end), "top entity",
-                         round(ppr.get(src, 0.0) + ppr.get(dst, 0.0), 8))
+                         round(float(score), 8))
                 )
         bridges, paths = self._bridges(ranked)
         return facts, bridges, paths
