@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 
@@ -81,7 +80,3 @@ class RetrievalConfig:
         default=0.15, metadata={"help": "Share of the context reserved for bridge edges between seed entities."}
     )
     auto_turn_limit: int = field(default=8, metadata={"help": "Most results an auto_turn search returns."})
-
-
-def config_help(config_type: type) -> dict[str, str]:
-    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_type)}

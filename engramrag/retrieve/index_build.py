@@ -177,7 +177,6 @@ def _assemble(
     tables: dict[str, pd.DataFrame], vectors: dict[tuple[str, str], np.ndarray], config: IndexConfig
 ) -> dict[str, Any]:
     entities, statements, passages = tables["entities"], tables["statements"], tables["passages"]
-    tables = {"texts": tables["texts"]}
     entities = entities.assign(node_key=entities["label"].map(normalise_label))
     entities = entities[entities["node_key"] != ""]
     node_keys = sorted(set(entities["node_key"]))
