@@ -60,12 +60,17 @@ REPLAY_FILE_NAME = "openie_gpt35.json"
 EXTRACTORS = ("rules", "replay")
 CONFIGS: dict[str, str | None] = {  # configuration name -> Retriever.search(ablation=...)
     "full": None,
+    "auto_turn": None,  # mode auto_turn: no embeddings, a smaller neighbourhood, at most 8 results
     "graph_off": "graph_off",
     "bm25_only": "bm25_only",
     "dense_only": "dense_only",
 }
 COMPARISONS = (("full", "graph_off"), ("full", "bm25_only"))
-MODE = "full"
+MODE = "full"  # every configuration but auto_turn
+
+
+def mode_of(config: str) -> str:
+    return "auto_turn" if config == "auto_turn" else MODE
 TOP_K = 10
 RECALL_KS = (2, 5, 10)
 METRICS = (*(f"recall@{k}" for k in RECALL_KS), f"all@{TOP_K}")
@@ -303,13 +308,14 @@ def evaluate(
     golds: Mapping[str, list[str]],
     ablation: str | None,
     known_docs: Iterable[str],
+    mode: str = MODE,
 ) -> dict[str, Any]:
     """Ask every question in one configuration; per-question metrics and wall times."""
     known = set(known_docs)
     rows, unknown, warnings = [], Counter(), Counter()
     for question in questions:
         started = time.perf_counter()
-        answer = retriever.search(question["question"], mode=MODE, k=TOP_K, ablation=ablation)
+        answer = retriever.search(question["question"], mode=mode, k=TOP_K, ablation=ablation)
         elapsed_ms = 1000 * (time.perf_counter() - started)
         ranked = distinct_ranked(result_doc(r) for r in answer.results)
         warnings.update(str(w) for w in getattr(answer, "warnings", None) or [])
@@ -343,6 +349,20 @@ def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def refresh_index(home_dir: Path) -> dict[str, Any]:
+    from assets.partitions import BUCKET_COUNT
+    from engramrag.embed.registry import make_embedder
+    from engramrag.retrieve.index_build import build_retrieval_index
+    from engramrag.store import Home
+    from engramrag.vault.config import VaultConfig
+
+    embedder = make_embedder(os.environ.get("ENGRAM_EMBEDDER", "hash"))
+    summary = build_retrieval_index(Home.at(home_dir), VaultConfig(bucket_count=BUCKET_COUNT), embedder)
+    if summary.rebuilt:
+        note(f"[{home_dir.name}] retrieval index rebuilt in {summary.seconds:.1f} s (format or settings changed)")
+    return dataclasses.asdict(summary)
+
+
 def run_extractor(
     name: str, home_dir: Path, configs: Sequence[str], questions: Sequence[Mapping[str, Any]],
     golds: Mapping[str, list[str]], known_docs: Sequence[str],
@@ -351,17 +371,19 @@ def run_extractor(
     from engramrag.retrieve import Retriever
     from engramrag.store import Home
 
+    # A reused home may hold an index of an older format or settings: bring it up to date (a no-op when current).
+    refreshed = refresh_index(home_dir)
     started = time.perf_counter()
     retriever = Retriever.open(Home.at(home_dir))
     opened_s = time.perf_counter() - started
-    info = {"open_s": round(opened_s, 2), "retrieval_config": retrieval_config(retriever)}
+    info = {"open_s": round(opened_s, 2), "index": refreshed, "retrieval_config": retrieval_config(retriever)}
     runs = []
     try:
         # one untimed query first, so lazy loading is not billed to the first configuration's latency
         retriever.search(questions[0]["question"], mode=MODE, k=TOP_K, ablation=None)
         for config in configs:
             note(f"[{name}] {config}: {len(questions)} questions")
-            run = evaluate(retriever, questions, golds, CONFIGS[config], known_docs)
+            run = evaluate(retriever, questions, golds, CONFIGS[config], known_docs, mode_of(config))
             overall = run["aggregates"]["overall"]
             note(f"[{name}] {config}: R@5 {overall['recall@5']:.1f}, ALL@10 {overall['all@10']:.1f}, "
                  f"p50 {run['latency_ms']['p50']} ms")
@@ -371,7 +393,7 @@ def run_extractor(
                 note(f"[{name}] {config}: WARNING: {run['unknown_docs']['count']} returned documents are not vault "
                      f"passages, e.g. {run['unknown_docs']['examples'][:3]}")
             runs.append({"configuration": f"{name}/{config}", "extractor": name, "config": config,
-                         "ablation": CONFIGS[config], **run})
+                         "mode": mode_of(config), "ablation": CONFIGS[config], **run})
     finally:
         close = getattr(retriever, "close", None)
         if callable(close):
@@ -526,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tests = paired_tests(runs)
     counts = ", ".join(f"{hop} n={n}" for hop, n in gold["hop_types"].items())
-    say(f"\nMuSiQue retrieval, {len(questions)} questions ({counts}); mode {MODE}, top {TOP_K}; percent, "
+    say(f"\nMuSiQue retrieval, {len(questions)} questions ({counts}); mode {MODE} (auto_turn: its own mode, "
+        f"at most 8 results), top {TOP_K}; percent, "
         "latency per query in ms\n")
     say(results_table(runs))
     if tests:

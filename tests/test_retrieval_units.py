@@ -5,12 +5,13 @@ from __future__ import annotations
 import igraph as ig
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from engramrag.retrieve.answer import Fact, Hit
 from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
-from engramrag.retrieve.lexical import lexical_scores, term_idf, terms
+from engramrag.retrieve.lexical import LabelTerms, term_idf, terms
 from engramrag.retrieve.neighbours import nearest_neighbours
-from engramrag.retrieve.ppr import neighbourhood, personalized_pagerank
+from engramrag.retrieve.ppr import neighbourhood, personalized_pagerank, walk_matrix
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, triple_seeds
 
 
@@ -23,18 +24,16 @@ def test_lexical_leg_prefers_fully_named_rare_labels() -> None:
     labels = {
         0: ("falcon",), 1: ("falcon", "catalog"), 2: ("catalog",), 3: ("ingestion", "pipeline"), 4: ("박민", "민지")
     }
-    postings: dict[str, list[int]] = {}
-    for node, listed in labels.items():
-        for term in listed:
-            postings.setdefault(term, []).append(node)
     idf = term_idf({"falcon": 2, "catalog": 2, "ingestion": 1, "pipeline": 1, "박민": 1, "민지": 1}, total=5)
-    scores = lexical_scores(terms("Who leads the Falcon catalog?"), postings, labels, idf, 0.5, 10)
+    index = LabelTerms([(node, term) for node, listed in labels.items() for term in listed], idf, len(labels))
+    scores = index.scores(terms("Who leads the Falcon catalog?"), 0.5, 10)
     assert scores[1] == 1.0  # both words of "falcon catalog" named: the strongest match
     assert 0 < scores[0] < 1 and 0 < scores[2] < 1
     assert 3 not in scores  # nothing of it named
-    korean = lexical_scores(terms("박민지는 어디 있나"), postings, labels, idf, 0.5, 10)
+    korean = index.scores(terms("박민지는 어디 있나"), 0.5, 10)
     assert list(korean) == [4]
-    half = lexical_scores(terms("ingestion"), postings, labels, idf, 0.6, 10)
+    half = index.scores(terms("ingestion"), 0.6, 10)
+    assert list(index.scores(terms("falcon"), 0.5, 1)) == [0]  # the limit keeps the best
     assert half == {}  # one of two equally rare words is below a 0.6 coverage
 
 
@@ -99,11 +98,16 @@ def exact_ppr(graph: ig.Graph, reset: dict[int, float], damping: float) -> np.nd
     return np.linalg.solve(np.eye(n) - damping * transition, (1 - damping) * restart)
 
 
+def walk_of(graph: ig.Graph) -> sp.csc_matrix:
+    edges = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    return walk_matrix(graph.vcount(), edges[:, 0], edges[:, 1], np.asarray(graph.es["weight"], dtype=float))
+
+
 def test_ppr_matches_the_closed_form_on_a_small_weighted_graph() -> None:
     graph = ig.Graph(n=6, edges=[(0, 1), (1, 2), (2, 3), (3, 4), (1, 5), (5, 3)])
     graph.es["weight"] = [1.0, 2.0, 1.0, 1.0, 0.5, 0.5]
     reset = {0: 1.0, 4: 0.25}
-    scores = personalized_pagerank(graph, reset, damping=0.5)
+    scores = personalized_pagerank(graph, walk_of(graph), reset, damping=0.5).scores
     expected = exact_ppr(graph, reset, 0.5)
     assert np.allclose([scores[i] for i in range(6)], expected, atol=1e-6)
     assert scores[0] > scores[1] > scores[2]  # mass decays away from the main seed
@@ -113,17 +117,36 @@ def test_ppr_on_a_neighbourhood_ranks_like_the_whole_graph_near_the_seeds() -> N
     graph = ig.Graph.Lattice([30, 30], circular=False)
     graph.es["weight"] = [1.0] * graph.ecount()
     reset = {0: 1.0, 35: 0.5}
-    whole = personalized_pagerank(graph, reset, damping=0.5, hops=3, max_nodes=10_000)
-    local = personalized_pagerank(graph, reset, damping=0.5, hops=3, max_nodes=60)
+    walk = walk_of(graph)
+    whole = personalized_pagerank(graph, walk, reset, damping=0.5, hops=3, max_nodes=10_000).scores
+    result = personalized_pagerank(graph, walk, reset, damping=0.5, hops=3, max_nodes=60)
+    local = result.scores
     assert len(local) <= 60 and len(whole) == 900
     near = sorted(local, key=local.get, reverse=True)[:5]
     assert set(near) == set(sorted(whole, key=whole.get, reverse=True)[:5])  # 1 and 30 tie by symmetry
     assert local[0] == pytest.approx(whole[0], rel=0.1)
-    assert set(neighbourhood(graph, [0], hops=1, max_nodes=5)) == {0, 1, 30}
+    assert set(neighbourhood(walk, {0: 1.0}, hops=1, max_nodes=5).tolist()) == {0, 1, 30}
+    # Paths between seeds (35 is row 1, column 5: six steps) are found inside the neighbourhood, in the
+    # whole graph's node numbers.
+    path_to_35, path_to_far = result.shortest_paths(0, [35, 899])
+    assert len(path_to_35) == 7 and path_to_35[0] == 0 and path_to_35[-1] == 35
+    assert all(node in local for node in path_to_35) and path_to_far == []
+
+
+def test_a_full_neighbourhood_keeps_the_nodes_the_walk_reaches_most() -> None:
+    graph = ig.Graph.Star(8)  # 0 is the hub; 1..7 hang off it
+    graph.add_edges([(3, 4)])
+    graph.es["weight"] = [1.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0, 1.0]  # 0-5 is strong
+    walk = walk_of(graph)
+    assert neighbourhood(walk, {0: 1.0}, hops=1, max_nodes=2).tolist() == [0, 5]
+    # From 3, the first hop reaches 0 and 4; the second adds the hub's other leaves, strongest first.
+    assert neighbourhood(walk, {3: 1.0}, hops=2, max_nodes=4).tolist() == [0, 3, 4, 5]
 
 
 def test_ppr_without_seeds_is_empty() -> None:
-    assert personalized_pagerank(ig.Graph(n=3, edges=[(0, 1)]), {}, 0.5) == {}
+    graph = ig.Graph(n=3, edges=[(0, 1)])
+    graph.es["weight"] = [1.0]
+    assert personalized_pagerank(graph, walk_of(graph), {}, 0.5).scores == {}
 
 
 def hit(rank: int, length: int) -> Hit:

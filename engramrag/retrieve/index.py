@@ -10,8 +10,11 @@ from typing import Any
 import duckdb
 import igraph as ig
 import numpy as np
+import scipy.sparse as sp
 
 from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, FORMAT, current_index
+from engramrag.retrieve.ppr import walk_matrix
+from engramrag.retrieve.statements import StatementTable
 from engramrag.store import Home
 
 
@@ -24,11 +27,13 @@ class RetrievalIndex:
     folder: Path
     manifest: dict[str, Any]
     graph: ig.Graph
+    walk: sp.csc_matrix  # the graph's random-walk step, for choosing PageRank neighbourhoods
     entity_count: int
     edge_kind: np.ndarray
     db: duckdb.DuckDBPyConnection
     entity_vectors: np.ndarray  # (entities, dimension) unit rows, memory-mapped
     entity_density: np.ndarray  # (entities,) local density of each label, for CSLS
+    statements: StatementTable  # the statements behind entity-entity edges, by entity
 
     @classmethod
     def open(cls, home: Home) -> RetrievalIndex:
@@ -47,15 +52,17 @@ class RetrievalIndex:
         with np.load(folder / "graph.npz") as arrays:
             node_count = int(arrays["node_count"][0])
             entity_count = int(arrays["entity_count"][0])
-            edges = np.column_stack([arrays["src"], arrays["dst"]])
+            src, dst = arrays["src"], arrays["dst"]
             weight = arrays["weight"].astype(np.float64)
             kind = arrays["kind"]
-        graph = ig.Graph(n=node_count, edges=edges, directed=False)
+        graph = ig.Graph(n=node_count, edges=np.column_stack([src, dst]), directed=False)
         graph.es["weight"] = weight
+        walk = walk_matrix(node_count, src, dst, weight)
         db = duckdb.connect(str(folder / "index.duckdb"), read_only=True)
         vectors = np.load(folder / ENTITY_VECTORS, mmap_mode="r")
         density = np.load(folder / ENTITY_DENSITY)
-        return cls(folder, manifest, graph, entity_count, kind, db, vectors, density)
+        statements = StatementTable.load(db, entity_count)
+        return cls(folder, manifest, graph, walk, entity_count, kind, db, vectors, density, statements)
 
     def nearest_entities(self, vector: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``limit`` entity nodes most similar to ``vector``, and their cosines, best first."""

@@ -34,11 +34,12 @@ from engramrag.extract.textutil import normalise_label
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import nearest_neighbours
+from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 5
+FORMAT = 6
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -222,7 +223,7 @@ def _assemble(
             continue
         kind = HIERARCHY if row.predicate in HIERARCHY_PREDICATES else RELATION
         add(subject, obj, kind, 1.0 if row.role == "assertion" else config.analysis_edge_weight)
-        edge_rows.append((min(subject, obj), max(subject, obj), subject, obj, *row))
+        edge_rows.append((subject, obj, passage_node[row.doc_id], *row))
 
     missing = [node for node in range(entity_count) if node not in vector_of_node]
     if missing:
@@ -257,7 +258,7 @@ def _assemble(
         "edge_weight": np.array([e[1] for e in ordered], dtype=np.float32),
         "edge_statements": pd.DataFrame(
             edge_rows,
-            columns=["low", "high", "src", "dst", *statements.columns],
+            columns=["src", "dst", "doc_node", *statements.columns],
         ),
         "term_lists": term_lists,
         "idf": term_idf(frequency, max(1, len(passages))),
@@ -310,10 +311,11 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             ("edge_statements", edge_statements),
         ):
             db.register("frame", frame)
-            db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
+            # Statements are read back in row order, which is the order a search prefers them in.
+            order = f" ORDER BY {PREFERENCE_ORDER}" if name == "edge_statements" else ""
+            db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame{order}")
             db.unregister("frame")
         db.execute("CREATE INDEX label_terms_term ON label_terms (term)")
-        db.execute("CREATE INDEX edge_statements_pair ON edge_statements (low, high)")
     # The unique labels' vectors (copied from LanceDB's entity_labels, which stays the store of record) as a
     # plain matrix: one query against 12,492 labels took 17-100 ms through LanceDB's flat search and 1 ms as
     # a numpy product (measured on the MuSiQue rules index), and the entity leg runs on every query.

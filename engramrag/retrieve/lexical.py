@@ -13,6 +13,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+
 from engramrag.vectors.fts_text import fts_text
 
 STOP_WORDS = frozenset(
@@ -36,29 +38,33 @@ def term_idf(document_frequency: Mapping[str, int], total: int) -> dict[str, flo
     return {term: math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for term, df in document_frequency.items()}
 
 
-def lexical_scores(
-    query_terms: Iterable[str],
-    postings: Mapping[str, list[int]],
-    label_terms: Mapping[int, tuple[str, ...]],
-    idf: Mapping[str, float],
-    min_coverage: float,
-    limit: int,
-) -> dict[int, float]:
-    """Node -> score for the ``limit`` entities whose labels the query names best (scores scaled to max 1)."""
-    present = set(query_terms)
-    candidates: set[int] = set()
-    for term in present:
-        candidates.update(postings.get(term, ()))
-    scored: dict[int, float] = defaultdict(float)
-    for node in candidates:
-        label = label_terms[node]
-        total = sum(idf.get(term, 0.0) for term in label)
-        matched = sum(idf.get(term, 0.0) for term in label if term in present)
-        if total <= 0 or matched / total < min_coverage:
-            continue
-        scored[node] = (matched / total) * matched
-    best = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    if not best:
-        return {}
-    top = best[0][1]
-    return {node: score / top for node, score in best}
+class LabelTerms:
+    """The entities' label terms, indexed for the lexical leg (held in memory: it runs on every query)."""
+
+    def __init__(self, rows: Iterable[tuple[int, str]], idf: Mapping[str, float], entity_count: int) -> None:
+        listed: dict[str, list[int]] = defaultdict(list)
+        label_weight = np.zeros(entity_count)
+        for node, term in rows:
+            listed[term].append(node)
+            label_weight[node] += idf.get(term, 0.0)
+        self.postings = {term: np.asarray(nodes, dtype=np.int64) for term, nodes in listed.items()}
+        self.idf = dict(idf)
+        self.label_weight = label_weight  # each label's total term rarity
+
+    def scores(self, query_terms: Iterable[str], min_coverage: float, limit: int) -> dict[int, float]:
+        """Node -> score for the ``limit`` entities whose labels the query names best (scaled to max 1)."""
+        present = [term for term in set(query_terms) if term in self.postings and self.idf.get(term, 0.0) > 0]
+        if not present:
+            return {}
+        nodes = np.concatenate([self.postings[term] for term in present])
+        rarity = np.concatenate([np.full(len(self.postings[term]), self.idf[term]) for term in present])
+        matched = np.bincount(nodes, weights=rarity, minlength=len(self.label_weight))
+        candidates = np.flatnonzero(matched)
+        coverage = matched[candidates] / self.label_weight[candidates]
+        kept = coverage >= min_coverage
+        candidates, score = candidates[kept], (coverage * matched[candidates])[kept]
+        if not len(candidates):
+            return {}
+        best = np.lexsort((candidates, -score))[:limit]
+        top = score[best[0]]
+        return {int(node): float(value / top) for node, value in zip(candidates[best], score[best], strict=True)}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import heapq
 import time
-import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from itertools import pairwise
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from engramrag.embed.base import Embedder
 from engramrag.embed.registry import make_embedder
@@ -29,8 +27,8 @@ from engramrag.retrieve.answer import LEGS, Fact, Hit, SearchAnswer
 from engramrag.retrieve.config import RetrievalConfig
 from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
 from engramrag.retrieve.index import RetrievalIndex
-from engramrag.retrieve.lexical import lexical_scores, terms
-from engramrag.retrieve.ppr import personalized_pagerank
+from engramrag.retrieve.lexical import LabelTerms, terms
+from engramrag.retrieve.ppr import LocalPageRank, personalized_pagerank
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, scaled, triple_seeds
 from engramrag.store import Home
 from engramrag.vectors.lancedb_store import VectorStore
@@ -39,6 +37,9 @@ Mode = Literal["full", "auto_turn"]
 Ablation = Literal["graph_off", "bm25_only", "dense_only"]
 MODES = ("full", "auto_turn")
 ABLATIONS = ("graph_off", "bm25_only", "dense_only")
+
+
+FACT_CANDIDATES = 100  # statements about the top entities handed to context assembly
 
 
 class EmbedderMismatch(RuntimeError):
@@ -51,6 +52,7 @@ class _Ranked:
     ppr: dict[int, float]
     order: list[tuple[str, float]]  # (doc_id, score), best first
     top_entities: list[int] = field(default_factory=list)  # entity nodes by PageRank, best first (20)
+    local: LocalPageRank | None = None  # the PageRank neighbourhood (None for the ablations)
 
 
 class Retriever:
@@ -70,13 +72,10 @@ class Retriever:
         self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
         self.doc_of_node = {node: doc for node, doc, _, _ in passages}
         # The lexical leg's tables, held in memory: a few hundred thousand short rows at 10,000 notes.
-        label_terms: dict[int, list[str]] = defaultdict(list)
-        self.postings: dict[str, list[int]] = defaultdict(list)
-        for node, term in index.db.execute("SELECT node, term FROM label_terms").fetchall():
-            label_terms[node].append(term)
-            self.postings[term].append(node)
-        self.label_terms = {node: tuple(listed) for node, listed in label_terms.items()}
-        self.idf: dict[str, float] = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
+        idf = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
+        self.label_terms = LabelTerms(
+            index.db.execute("SELECT node, term FROM label_terms").fetchall(), idf, index.entity_count
+        )
         self.labels: list[str] = [
             label for (label,) in index.db.execute("SELECT label FROM entity_nodes ORDER BY node").fetchall()
         ]
@@ -177,28 +176,28 @@ class Retriever:
             if doc in self.passage_of_doc:
                 node = self.passage_of_doc[doc][0]
                 reset[node] = reset.get(node, 0.0) + self.config.passage_node_weight * score
-        ppr = personalized_pagerank(
-            self.index.graph, reset, self.config.damping, self.config.subgraph_hops, self.config.max_subgraph_nodes
+        local = personalized_pagerank(
+            self.index.graph,
+            self.index.walk,
+            reset,
+            self.config.damping,
+            self.config.subgraph_hops,
+            self.config.auto_turn_subgraph_nodes if mode == "auto_turn" else self.config.max_subgraph_nodes,
         )
+        ppr = local.scores
         timings["ppr"] = _ms(mark)
+        ranked_docs = {self.doc_of_node[node] for node in ppr if node in self.doc_of_node}
+        ranked_docs.update(doc for doc in passage_scores if doc in self.passage_of_doc)
         doc_scores = {
-            doc: ppr.get(node, 0.0) + 1e-9 * passage_scores.get(doc, 0.0)
-            for doc, (node, _, _) in self.passage_of_doc.items()
-            if node in ppr or doc in passage_scores
+            doc: ppr.get(self.passage_of_doc[doc][0], 0.0) + 1e-9 * passage_scores.get(doc, 0.0)
+            for doc in ranked_docs
         }
         entity_count = self.index.entity_count
         top = heapq.nlargest(20, ((score, node) for node, score in ppr.items() if node < entity_count))
-        return _Ranked(seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top])
+        return _Ranked(seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top], local)
 
     def _lexical(self, query: str) -> dict[int, float]:
-        return lexical_scores(
-            terms(query),
-            self.postings,
-            self.label_terms,
-            self.idf,
-            self.config.lexical_min_coverage,
-            self.config.lexical_seeds,
-        )
+        return self.label_terms.scores(terms(query), self.config.lexical_min_coverage, self.config.lexical_seeds)
 
     def _entity(self, vector: np.ndarray) -> dict[int, float]:
         nodes, cosines = self.index.nearest_entities(vector, self.config.entity_candidates)
@@ -278,20 +277,18 @@ class Retriever:
     def _statements_of(self, docs: list[str], ranked: _Ranked) -> dict[str, list[str]]:
         """The statements of each result document that touch a seed or a top-ranked entity (at most five)."""
         focus = self._top_entities(ranked, 20) | set(ranked.seeds.entity_weights())
-        if not docs or not focus:
+        wanted = {self.passage_of_doc[doc][0]: doc for doc in docs if doc in self.passage_of_doc}
+        if not wanted or not focus:
             return {}
-        rows = self.index.db.execute(
-            """
-            SELECT doc_id, statement_id FROM edge_statements
-            WHERE list_contains(?, doc_id) AND (list_contains(?, src) OR list_contains(?, dst))
-            ORDER BY doc_id, role, statement_id
-            """,
-            [docs, sorted(focus), sorted(focus)],
-        ).fetchall()
+        table = self.index.statements
+        rows = table.of_documents(wanted)
+        focus_nodes = np.fromiter(focus, dtype=np.int64, count=len(focus))
+        rows = rows[np.isin(table.src[rows], focus_nodes) | np.isin(table.dst[rows], focus_nodes)]
         out: dict[str, list[str]] = defaultdict(list)
-        for doc, statement in rows:
+        for row in table.rows(rows):
+            doc = wanted[row["doc_node"]]
             if len(out[doc]) < 5:
-                out[doc].append(statement)
+                out[doc].append(row["statement_id"])
         return out
 
     def _top_entities(self, ranked: _Ranked, count: int) -> set[int]:
@@ -300,50 +297,43 @@ class Retriever:
     # facts and bridges --------------------------------------------------------------------------------
 
     def _facts(self, ranked: _Ranked, hits: list[Hit]) -> tuple[list[Fact], list[Fact], list[dict[str, Any]]]:
-        ppr = ranked.ppr
-        top = self._top_entities(ranked, 10)
+        """The best statements touching the top entities (one per distinct fact), and the bridges."""
+        table = self.index.statements
+        rows = table.touching(self._top_entities(ranked, 10))
         facts: list[Fact] = []
-        if top:
-            # Ranked in DuckDB: a hub among the top entities can have tens of thousands of statements.
-            scores = pd.DataFrame({"node": list(ppr), "score": list(ppr.values())})
-            self.index.db.register("ppr_scores", scores)
-            try:
-                rows = self.index.db.execute(
-                    """
-                    SELECT e.src, e.dst, e.statement_id, e.label, e.line_start, e.line_end, p.path,
-                           coalesce(s.score, 0) + coalesce(o.score, 0) AS score
-                    FROM edge_statements e JOIN passage_nodes p USING (doc_id)
-                    LEFT JOIN ppr_scores s ON s.node = e.src LEFT JOIN ppr_scores o ON o.node = e.dst
-                    WHERE list_contains(?, e.src) OR list_contains(?, e.dst)
-                    QUALIFY row_number() OVER (PARTITION BY e.src, e.dst, e.label ORDER BY e.role, e.statement_id) = 1
-                    ORDER BY e.role != 'assertion', score DESC, e.statement_id
-                    LIMIT 100
-                    """,
-                    [sorted(top), sorted(top)],
-                ).fetchall()
-            finally:
-                self.index.db.unregister("ppr_scores")
-            for src, dst, statement, label, start, end, path, score in rows:
-                facts.append(
-                    Fact(self._label(src), label, self._label(dst), path, statement, (start, end), "top entity",
-                         round(float(score), 8))
-                )
+        if len(rows) and ranked.local is not None:
+            local = ranked.local
+            pagerank = np.zeros(self.index.graph.vcount())
+            pagerank[local.nodes] = [ranked.ppr[node] for node in local.nodes.tolist()]
+            score = pagerank[table.src[rows]] + pagerank[table.dst[rows]]
+            best = table.best_facts(rows, score, FACT_CANDIDATES)
+            for row in table.rows(best):
+                facts.append(self._fact(row, "top entity", round(pagerank[row["src"]] + pagerank[row["dst"]], 8)))
         bridges, paths = self._bridges(ranked)
         return facts, bridges, paths
+
+    def _fact(self, row: dict[str, Any], reason: str, score: float) -> Fact:
+        return Fact(
+            self._label(row["src"]),
+            row["label"],
+            self._label(row["dst"]),
+            self._label(row["doc_node"]),
+            row["statement_id"],
+            (row["line_start"], row["line_end"]),
+            reason,
+            score,
+        )
 
     def _bridges(self, ranked: _Ranked) -> tuple[list[Fact], list[dict[str, Any]]]:
         """Statements and documents on the shortest paths between pairs of the strongest seed entities."""
         weights = ranked.seeds.entity_weights()
         seeds = [node for node, _ in sorted(weights.items(), key=lambda item: -item[1])[:4]]
-        graph = self.index.graph
         paths = []
-        for i, a in enumerate(seeds):
-            for b in seeds[i + 1 :]:
-                with warnings.catch_warnings():  # igraph warns when the two are not connected
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    path = graph.get_shortest_path(a, b, output="vpath")
-                if 3 <= len(path) <= 5:  # adjacent seeds need no bridge; long paths explain nothing
-                    paths.append(path)
+        if ranked.local is not None:
+            for i, source in enumerate(seeds[:-1]):
+                for path in ranked.local.shortest_paths(source, seeds[i + 1 :]):
+                    if 3 <= len(path) <= 5:  # adjacent seeds need no bridge; long paths explain nothing
+                        paths.append(path)
         pairs = {
             (min(u, v), max(u, v))
             for path in paths
@@ -377,26 +367,11 @@ class Retriever:
 
     def _pair_statements(self, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], Fact]:
         """One statement (asserted ones first) for each entity pair."""
-        if not pairs:
-            return {}
-        frame = pd.DataFrame(sorted(pairs), columns=["low", "high"])
-        self.index.db.register("wanted_pairs", frame)
-        try:
-            rows = self.index.db.execute(
-                """
-                SELECT e.low, e.high, e.statement_id, e.label, e.line_start, e.line_end, e.src, e.dst, p.path
-                FROM edge_statements e JOIN wanted_pairs USING (low, high) JOIN passage_nodes p USING (doc_id)
-                QUALIFY row_number() OVER (PARTITION BY e.low, e.high ORDER BY e.role, e.statement_id) = 1
-                """
-            ).fetchall()
-        finally:
-            self.index.db.unregister("wanted_pairs")
-        return {
-            (low, high): Fact(
-                self._label(src), label, self._label(dst), path, statement, (start, end), "bridge", 0.0
-            )
-            for low, high, statement, label, start, end, src, dst, path in rows
-        }
+        table = self.index.statements
+        found = {pair: table.between(*pair) for pair in pairs}
+        found = {pair: row for pair, row in found.items() if row is not None}
+        rows = table.rows(list(found.values()))
+        return {pair: self._fact(row, "bridge", 0.0) for pair, row in zip(found, rows, strict=True)}
 
     def _label(self, node: int) -> str:
         if node in self.doc_of_node:
