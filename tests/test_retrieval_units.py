@@ -25,7 +25,7 @@ def test_lexical_leg_prefers_fully_named_rare_labels() -> None:
         0: ("falcon",), 1: ("falcon", "catalog"), 2: ("catalog",), 3: ("ingestion", "pipeline"), 4: ("박민", "민지")
     }
     idf = term_idf({"falcon": 2, "catalog": 2, "ingestion": 1, "pipeline": 1, "박민": 1, "민지": 1}, total=5)
-    index = LabelTerms([(node, term) for node, listed in labels.items() for term in listed], idf, len(labels))
+    index = LabelTerms([(node, 0, term) for node, listed in labels.items() for term in listed], idf, len(labels))
     scores = index.scores(terms("Who leads the Falcon catalog?"), 0.5, 10)
     assert scores[1] == 1.0  # both words of "falcon catalog" named: the strongest match
     assert 0 < scores[0] < 1 and 0 < scores[2] < 1
@@ -34,6 +34,11 @@ def test_lexical_leg_prefers_fully_named_rare_labels() -> None:
     assert list(korean) == [4]
     half = index.scores(terms("ingestion"), 0.6, 10)
     assert list(index.scores(terms("falcon"), 0.5, 1)) == [0]  # the limit keeps the best
+    # A merged entity with two wordings is fully named by either of them.
+    merged = LabelTerms(
+        [(0, 0, "postgresql"), (0, 1, "postgres"), (0, 1, "db")], {"postgresql": 2.0, "postgres": 2.0, "db": 1.0}, 1
+    )
+    assert merged.scores(["postgresql"], 0.9, 5) == {0: 1.0}
     assert half == {}  # one of two equally rare words is below a 0.6 coverage
 
 

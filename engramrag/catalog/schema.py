@@ -131,6 +131,26 @@ CREATE TABLE IF NOT EXISTS embedded_documents (
     embedded_at TIMESTAMP NOT NULL
 );
 
+-- Resolution: which stable entity keys (normalised labels) the overlay joins into one cluster. Only members of
+-- clusters of two or more are listed; the retrieval index joins their mentions into one node.
+CREATE TABLE IF NOT EXISTS entity_clusters (
+    entity_key VARCHAR PRIMARY KEY,
+    cluster_key VARCHAR NOT NULL
+);
+
+-- Revision: accepted supersessions (a person accepted that the later decision replaces the earlier one).
+CREATE TABLE IF NOT EXISTS supersessions (
+    earlier_key VARCHAR NOT NULL,
+    later_key VARCHAR NOT NULL,
+    earlier_doc_id VARCHAR NOT NULL,
+    later_doc_id VARCHAR NOT NULL,
+    earlier_title VARCHAR NOT NULL,
+    later_title VARCHAR NOT NULL,
+    earlier_date VARCHAR,
+    later_date VARCHAR,
+    PRIMARY KEY (earlier_key, later_key)
+);
+
 CREATE TABLE IF NOT EXISTS builds (
     run_id VARCHAR PRIMARY KEY,
     finished_at TIMESTAMP NOT NULL,

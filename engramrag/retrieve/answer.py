@@ -17,6 +17,9 @@ class Hit:
     legs: dict[str, float]
     provenance: dict[str, Any]  # graph IRI, statement ids, source lines
     doc_id: str = ""
+    # Decisions of this document that a person accepted as superseded: [{"decision", "decided_on",
+    # "by_doc", "by_decision", "by_decided_on"}]; the document still answers for the period it covered.
+    superseded_by: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -55,6 +55,12 @@ def _documents(hits: Sequence[Hit], budget: int) -> str:
         lines = hit.provenance.get("lines") or []
         where = f"lines {lines[0]}–{lines[1]}" if len(lines) == 2 and lines[0] else "whole document"
         line = f"[{rank}] {hit.doc} — {hit.title} ({where}; score {hit.score:.4g})\n"
+        for later in hit.superseded_by:
+            dated = f" on {later['by_decided_on']}" if later.get("by_decided_on") else ""
+            line += (
+                f"    SUPERSEDED: “{later['decision']}” was replaced by “{later['by_decision']}” "
+                f"({later['by_doc']}{dated})\n"
+            )
         snippet = " ".join(hit.snippet.split())
         room = min(share, budget - used) - len(line) - 1
         if room < 0:

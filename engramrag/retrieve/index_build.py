@@ -39,7 +39,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 6
+FORMAT = 7
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -131,8 +131,18 @@ def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_c
     paths = catalog.execute(
         "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone"
     ).fetchone()[0]
+    # People's verdicts reach the graph through these two tables: a merge or an accepted supersession rebuilds.
+    clusters = catalog.execute(
+        "SELECT coalesce(string_agg(entity_key || '=' || cluster_key, ',' ORDER BY entity_key), '') "
+        "FROM entity_clusters"
+    ).fetchone()[0]
+    superseded = catalog.execute(
+        "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
+        "FROM supersessions"
+    ).fetchone()[0]
     settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
-    return hashlib.blake2b(f"{state}|{paths}|{settings}".encode(), digest_size=16).hexdigest()
+    text = f"{state}|{paths}|{clusters}|{superseded}|{settings}"
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]:
@@ -160,6 +170,17 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
             ORDER BY doc_id, statement_id
             """
         ).df(),
+        "clusters": catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").df(),
+        "supersessions": catalog.execute(
+            f"""
+            SELECT s.earlier_doc_id AS doc_id, s.earlier_title AS title, s.earlier_date AS decided_on,
+                   s.later_doc_id AS by_doc_id, s.later_title AS by_title, s.later_date AS by_decided_on,
+                   (SELECT count(*) FROM decisions d WHERE d.doc_id = s.earlier_doc_id) AS decisions_in_doc
+            FROM supersessions s
+            WHERE s.earlier_doc_id IN ({embedded}) AND s.later_doc_id IN ({embedded})
+            ORDER BY doc_id, title, by_doc_id
+            """
+        ).df(),
     }
 
 
@@ -178,7 +199,10 @@ def _assemble(
     tables: dict[str, pd.DataFrame], vectors: dict[tuple[str, str], np.ndarray], config: IndexConfig
 ) -> dict[str, Any]:
     entities, statements, passages = tables["entities"], tables["statements"], tables["passages"]
-    entities = entities.assign(node_key=entities["label"].map(normalise_label))
+    # A mention's node is its stable key (normalised label), or the cluster the resolution overlay put it in.
+    cluster_of = dict(zip(tables["clusters"]["entity_key"], tables["clusters"]["cluster_key"], strict=True))
+    stable_keys = entities["label"].map(normalise_label)
+    entities = entities.assign(node_key=stable_keys.map(lambda key: cluster_of.get(key, key)))
     entities = entities[entities["node_key"] != ""]
     node_keys = sorted(set(entities["node_key"]))
     node_of_key = {key: i for i, key in enumerate(node_keys)}
@@ -240,8 +264,14 @@ def _assemble(
 
     ordered = sorted(edges.items())
     display = [labels[node].most_common(1)[0][0] for node in range(entity_count)]
-    term_lists = [tuple(dict.fromkeys(terms(display[node] + " " + node_keys[node]))) for node in range(entity_count)]
-    label_terms = {term for listed in term_lists for term in listed}
+    # Each distinct wording of a node (a merged cluster has several: "PostgreSQL", "Postgres") is matched on its
+    # own by the lexical leg, so a question naming one of them names the entity fully.
+    term_lists = [
+        list(dict.fromkeys(filter(None, (tuple(dict.fromkeys(terms(label))) for label in labels[node]))))
+        or [tuple(dict.fromkeys(terms(node_keys[node])))]
+        for node in range(entity_count)
+    ]
+    label_terms = {term for wordings in term_lists for listed in wordings for term in listed}
     frequency = _document_frequency(tables["texts"], label_terms)
     return {
         "entity_count": entity_count,
@@ -262,6 +292,7 @@ def _assemble(
         ),
         "term_lists": term_lists,
         "idf": term_idf(frequency, max(1, len(passages))),
+        "superseded": tables["supersessions"],
     }
 
 
@@ -297,7 +328,13 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
         }
     )
     label_terms = pd.DataFrame(
-        [(node, term) for node, listed in enumerate(graph["term_lists"]) for term in listed], columns=["node", "term"]
+        [
+            (node, wording, term)
+            for node, wordings in enumerate(graph["term_lists"])
+            for wording, listed in enumerate(wordings)
+            for term in listed
+        ],
+        columns=["node", "wording", "term"],
     )
     idf = pd.DataFrame(list(graph["idf"].items()), columns=["term", "idf"])
     passages = graph["passages"][["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end"]]
@@ -309,6 +346,7 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             ("label_terms", label_terms),
             ("term_idf", idf),
             ("edge_statements", edge_statements),
+            ("superseded_decisions", graph["superseded"]),
         ):
             db.register("frame", frame)
             # Statements are read back in row order, which is the order a search prefers them in.

@@ -39,32 +39,47 @@ def term_idf(document_frequency: Mapping[str, int], total: int) -> dict[str, flo
 
 
 class LabelTerms:
-    """The entities' label terms, indexed for the lexical leg (held in memory: it runs on every query)."""
+    """The entities' label terms, indexed for the lexical leg (held in memory: it runs on every query).
 
-    def __init__(self, rows: Iterable[tuple[int, str]], idf: Mapping[str, float], entity_count: int) -> None:
+    An entity may have several wordings (a merged cluster: "PostgreSQL", "Postgres"); each is matched on its own
+    and the entity scores by its best one.
+    """
+
+    def __init__(self, rows: Iterable[tuple[int, int, str]], idf: Mapping[str, float], entity_count: int) -> None:
+        wording_of: dict[tuple[int, int], int] = {}
         listed: dict[str, list[int]] = defaultdict(list)
-        label_weight = np.zeros(entity_count)
-        for node, term in rows:
-            listed[term].append(node)
-            label_weight[node] += idf.get(term, 0.0)
-        self.postings = {term: np.asarray(nodes, dtype=np.int64) for term, nodes in listed.items()}
+        weights: list[float] = []
+        owners: list[int] = []
+        for node, wording, term in rows:
+            row = wording_of.setdefault((node, wording), len(wording_of))
+            if row == len(weights):
+                weights.append(0.0)
+                owners.append(node)
+            listed[term].append(row)
+            weights[row] += idf.get(term, 0.0)
+        self.postings = {term: np.asarray(found, dtype=np.int64) for term, found in listed.items()}
         self.idf = dict(idf)
-        self.label_weight = label_weight  # each label's total term rarity
+        self.wording_weight = np.asarray(weights)  # each wording's total term rarity
+        self.owner = np.asarray(owners, dtype=np.int64)  # the entity node of each wording
+        self.entity_count = entity_count
 
     def scores(self, query_terms: Iterable[str], min_coverage: float, limit: int) -> dict[int, float]:
         """Node -> score for the ``limit`` entities whose labels the query names best (scaled to max 1)."""
         present = [term for term in set(query_terms) if term in self.postings and self.idf.get(term, 0.0) > 0]
         if not present:
             return {}
-        nodes = np.concatenate([self.postings[term] for term in present])
+        found = np.concatenate([self.postings[term] for term in present])
         rarity = np.concatenate([np.full(len(self.postings[term]), self.idf[term]) for term in present])
-        matched = np.bincount(nodes, weights=rarity, minlength=len(self.label_weight))
-        candidates = np.flatnonzero(matched)
-        coverage = matched[candidates] / self.label_weight[candidates]
+        matched = np.bincount(found, weights=rarity, minlength=len(self.wording_weight))
+        wordings = np.flatnonzero(matched)
+        coverage = matched[wordings] / self.wording_weight[wordings]
         kept = coverage >= min_coverage
-        candidates, score = candidates[kept], (coverage * matched[candidates])[kept]
-        if not len(candidates):
+        wordings, score = wordings[kept], (coverage * matched[wordings])[kept]
+        if not len(wordings):
             return {}
-        best = np.lexsort((candidates, -score))[:limit]
-        top = score[best[0]]
-        return {int(node): float(value / top) for node, value in zip(candidates[best], score[best], strict=True)}
+        best_of_entity = np.zeros(self.entity_count)
+        np.maximum.at(best_of_entity, self.owner[wordings], score)
+        nodes = np.flatnonzero(best_of_entity)
+        best = nodes[np.lexsort((nodes, -best_of_entity[nodes]))[:limit]]
+        top = best_of_entity[best[0]]
+        return {int(node): float(best_of_entity[node] / top) for node in best}

@@ -74,11 +74,12 @@ class Retriever:
         # The lexical leg's tables, held in memory: a few hundred thousand short rows at 10,000 notes.
         idf = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
         self.label_terms = LabelTerms(
-            index.db.execute("SELECT node, term FROM label_terms").fetchall(), idf, index.entity_count
+            index.db.execute("SELECT node, wording, term FROM label_terms").fetchall(), idf, index.entity_count
         )
         self.labels: list[str] = [
             label for (label,) in index.db.execute("SELECT label FROM entity_nodes ORDER BY node").fetchall()
         ]
+        self.superseded, self.successors = self._superseded_decisions()
 
     @classmethod
     def open(
@@ -111,7 +112,7 @@ class Retriever:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         ranked = self._rank(query, mode, ablation, timings)
-        top = ranked.order[:k]
+        top = self._below_successors(ranked.order)[:k]
         hits = self._hits(top, ranked)
         mark = time.perf_counter()
         facts, bridges, bridge_paths = self._facts(ranked, hits)
@@ -222,6 +223,47 @@ class Retriever:
 
     # results ------------------------------------------------------------------------------------------
 
+    def _superseded_decisions(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, set[str]]]:
+        """Per document, its decisions people accepted as superseded; and, for documents all of whose decisions
+        are superseded, the documents that replaced them."""
+        described: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        replaced_titles: dict[str, set[str]] = defaultdict(set)
+        counts: dict[str, int] = {}
+        by_docs: dict[str, set[str]] = defaultdict(set)
+        rows = self.index.db.execute(
+            "SELECT doc_id, title, decided_on, by_doc_id, by_title, by_decided_on, decisions_in_doc "
+            "FROM superseded_decisions"
+        ).fetchall()
+        for doc, title, decided_on, by_doc, by_title, by_decided_on, decisions_in_doc in rows:
+            by_path = self.passage_of_doc[by_doc][1] if by_doc in self.passage_of_doc else by_doc
+            described[doc].append(
+                {"decision": title, "decided_on": decided_on, "by_doc": by_path, "by_decision": by_title,
+                 "by_decided_on": by_decided_on}
+            )
+            replaced_titles[doc].add(title)
+            counts[doc] = int(decisions_in_doc)
+            by_docs[doc].add(by_doc)
+        wholly = {doc: by_docs[doc] for doc, titles in replaced_titles.items() if len(titles) >= counts[doc]}
+        return dict(described), wholly
+
+    def _below_successors(self, order: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Moves a document whose every decision was superseded to just below its lowest-placed successor
+        among the results (it stays in the results: it still answers for the period it covered)."""
+        if not self.successors:
+            return order
+        ranked = list(order)
+        position = {doc: i for i, (doc, _) in enumerate(ranked)}
+        moves = []
+        for doc, successors in self.successors.items():
+            placed = [position[later] for later in successors if later in position]
+            if doc in position and placed and max(placed) > position[doc]:
+                moves.append((doc, max(placed)))
+        for doc, _ in sorted(moves, key=lambda move: -position[move[0]]):
+            entry = ranked.pop(next(i for i, (d, _) in enumerate(ranked) if d == doc))
+            after = max(i for i, (d, _) in enumerate(ranked) if d in self.successors[doc])
+            ranked.insert(after + 1, entry)
+        return ranked
+
     def _hits(self, top: list[tuple[str, float]], ranked: _Ranked) -> list[Hit]:
         seeds = ranked.seeds
         docs = [doc for doc, _ in top]
@@ -258,6 +300,7 @@ class Retriever:
                         "lines": lines,
                     },
                     doc_id=doc,
+                    superseded_by=self.superseded.get(doc, []),
                 )
             )
         return hits
