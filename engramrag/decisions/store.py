@@ -1,0 +1,364 @@
+"""The decisions store: people's verdicts in one SQLite file in WAL mode.
+
+The dashboard, the CLI and a running Dagster build all read and write this file at once, so every write is
+one short ``BEGIN IMMEDIATE`` transaction on a fresh connection: a writer waits for the write lock (up to the
+busy timeout) instead of failing half-way through, readers never block writers (WAL), and a process killed
+in the middle of a write leaves the previous state, because an uncommitted transaction is discarded when the
+file is next opened. ``synchronous=NORMAL`` keeps commits cheap; in WAL mode it survives any process crash
+and never corrupts the file (only a power cut can lose the last few commits).
+
+Nothing is ever deleted. A verdict on a pair that already has one records what it replaces; ``undo`` marks
+the current verdict undone, which makes the verdict it replaced current again. The current verdict of a pair
+is therefore always its newest row that is not undone, and the full history stays readable.
+
+The schema is versioned with ``PRAGMA user_version``: ``MIGRATIONS[n]`` takes the file from version ``n`` to
+``n + 1``, so a new table (note approvals, agent confirmation records) is one appended function.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engramrag.store import Home
+
+MERGE = "merge"
+SUPERSESSION = "supersession"
+MERGE_VERDICTS: tuple[str, ...] = ("same", "broader", "narrower", "related", "distinct")
+SUPERSESSION_VERDICTS: tuple[str, ...] = ("accept", "reject")
+TOPICS: dict[str, tuple[str, ...]] = {MERGE: MERGE_VERDICTS, SUPERSESSION: SUPERSESSION_VERDICTS}
+
+# "A broader than B" asked as (B, A) is stored as "B narrower than A" on the canonical pair.
+_FLIPPED = {"broader": "narrower", "narrower": "broader"}
+_SQLITE_NOTADB = 26
+_SQLITE_CORRUPT = 11
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+
+
+class DecisionsStoreError(RuntimeError):
+    """The decisions file cannot be used as it is; the message names the file and what to do."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One recorded act of judgement on a pair; ``left_key``/``right_key`` are in canonical order.
+
+    For ``merge`` the verdict reads "left is <verdict> of/than right" (``broader``: left is the broader
+    notion); for ``supersession`` the pair is (earlier, later) and ``accept`` means the later supersedes
+    the earlier.
+    """
+
+    id: int
+    topic: str
+    left_key: str
+    right_key: str
+    verdict: str
+    operator: str
+    decided_at: str
+    replaces: int | None = None
+    undone_at: str | None = None
+    undone_by: str | None = None
+    note: str = ""
+    context: Mapping[str, Any] | None = field(default=None, hash=False)
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.left_key, self.right_key)
+
+
+def _v1_verdicts(connection: sqlite3.Connection) -> None:
+    connection.execute(
+        """
+        CREATE TABLE verdicts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            topic TEXT NOT NULL CHECK (topic IN ('merge', 'supersession')),
+            left_key TEXT NOT NULL CHECK (left_key <> ''),
+            right_key TEXT NOT NULL CHECK (right_key <> ''),
+            verdict TEXT NOT NULL,
+            operator TEXT NOT NULL CHECK (trim(operator) <> ''),
+            decided_at TEXT NOT NULL,
+            replaces INTEGER REFERENCES verdicts(id),
+            undone_at TEXT,
+            undone_by TEXT,
+            note TEXT NOT NULL DEFAULT '',
+            context TEXT CHECK (context IS NULL OR json_valid(context)),
+            CHECK (left_key <> right_key),
+            CHECK ((undone_at IS NULL) = (undone_by IS NULL))
+        )
+        """
+    )
+    connection.execute("CREATE INDEX verdicts_by_pair ON verdicts (topic, left_key, right_key, id)")
+
+
+# MIGRATIONS[n] upgrades a file at user_version n to n + 1. Append only; never edit a shipped migration.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_verdicts,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_COLUMNS = (
+    "id, topic, left_key, right_key, verdict, operator, decided_at, replaces, undone_at, undone_by, note, context"
+)
+
+
+class DecisionsStore:
+    """People's verdicts on entity pairs (merge) and decision pairs (supersession).
+
+    Safe to share between threads and processes: every call opens its own connection and closes it again.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._initialise()
+
+    @classmethod
+    def for_home(cls, home: Home, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> DecisionsStore:
+        return cls(home.decisions_path, busy_timeout_s)
+
+    def decide(
+        self,
+        topic: str,
+        left: str,
+        right: str,
+        verdict: str,
+        operator: str,
+        note: str = "",
+        context: Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        """Record a verdict on a pair and return it (canonical order). It replaces the pair's current verdict.
+
+        Deciding what is already the pair's current verdict records nothing and returns the current one, so a
+        re-run of a dashboard script cannot stack identical verdicts that would each need an undo.
+        """
+        left, right, verdict = _canonical(topic, left, right, verdict)
+        operator = _operator(operator)
+        context_json = _context_json(context)
+        with self._write() as connection:
+            current = _current_row(connection, topic, left, right)
+            if current is not None and current.verdict == verdict:
+                return current
+            row = connection.execute(
+                f"""
+                INSERT INTO verdicts
+                    (topic, left_key, right_key, verdict, operator, decided_at, replaces, note, context)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                RETURNING {_COLUMNS}
+                """,
+                (topic, left, right, verdict, operator, _now(), current.id if current else None, note, context_json),
+            ).fetchone()
+        return _verdict(row)
+
+    def undo(self, topic: str, left: str, right: str, operator: str) -> Verdict | None:
+        """Mark the pair's current verdict undone (returned, with who and when); None when it has none.
+
+        The verdict it replaced becomes current again; calling undo again walks further back.
+        """
+        left, right, _ = _canonical(topic, left, right, None)
+        operator = _operator(operator)
+        with self._write() as connection:
+            current = _current_row(connection, topic, left, right)
+            if current is None:
+                return None
+            row = connection.execute(
+                f"UPDATE verdicts SET undone_at = ?, undone_by = ? WHERE id = ? RETURNING {_COLUMNS}",
+                (_now(), operator, current.id),
+            ).fetchone()
+        return _verdict(row)
+
+    def current(self, topic: str) -> list[Verdict]:
+        """The current verdict of every pair of the topic, in decision order."""
+        _check_topic(topic)
+        with self._connection() as connection:
+            rows = connection.execute(
+                f"""
+                SELECT {_COLUMNS} FROM verdicts WHERE id IN (
+                    SELECT max(id) FROM verdicts WHERE topic = ? AND undone_at IS NULL GROUP BY left_key, right_key
+                ) ORDER BY id
+                """,
+                (topic,),
+            ).fetchall()
+        return [_verdict(row) for row in rows]
+
+    def current_for(self, topic: str, left: str, right: str) -> Verdict | None:
+        """The pair's current verdict (either order for merge pairs), or None."""
+        left, right, _ = _canonical(topic, left, right, None)
+        with self._connection() as connection:
+            return _current_row(connection, topic, left, right)
+
+    def revision(self) -> str:
+        """Changes whenever a verdict is recorded or undone (for a sensor's cursor)."""
+        with self._connection() as connection:
+            newest, undone = connection.execute("SELECT max(id), count(undone_at) FROM verdicts").fetchone()
+        return f"{newest or 0}:{undone}"
+
+    def history(self, topic: str, left: str | None = None, right: str | None = None) -> list[Verdict]:
+        """Every verdict ever recorded, undone ones included, in decision order.
+
+        With both keys: that pair's history. With one key: every pair that key is part of, on either side.
+        """
+        _check_topic(topic)
+        if left is not None and right is not None:
+            left, right, _ = _canonical(topic, left, right, None)
+            where, parameters = "topic = ? AND left_key = ? AND right_key = ?", (topic, left, right)
+        elif left is not None or right is not None:
+            key = left if left is not None else right
+            where, parameters = "topic = ? AND (left_key = ? OR right_key = ?)", (topic, key, key)
+        else:
+            where, parameters = "topic = ?", (topic,)
+        with self._connection() as connection:
+            rows = connection.execute(f"SELECT {_COLUMNS} FROM verdicts WHERE {where} ORDER BY id", parameters)
+            return [_verdict(row) for row in rows.fetchall()]
+
+    def _initialise(self) -> None:
+        with self._connection() as connection:
+            self._enable_wal(connection)
+            with _immediate(connection):
+                version = connection.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise DecisionsStoreError(
+                        f"{self.path}: this decisions store has schema version {version}, newer than the "
+                        f"{SCHEMA_VERSION} this EngramRAG knows; upgrade EngramRAG before opening it."
+                    )
+                for number in range(version, SCHEMA_VERSION):
+                    MIGRATIONS[number](connection)
+                    connection.execute(f"PRAGMA user_version = {number + 1}")
+
+    def _enable_wal(self, connection: sqlite3.Connection) -> None:
+        # Switching a new file to WAL needs a moment of exclusive access; another process creating the same
+        # file at the same time makes this report "locked" instead of waiting, so wait here.
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        if str(mode).lower() != "wal":
+            raise DecisionsStoreError(
+                f"{self.path}: SQLite could not switch this file to WAL mode (it reports {mode!r}); keep the "
+                "home folder on a local file system, where concurrent readers and writers are safe."
+            )
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        try:
+            connection = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+        except sqlite3.Error as error:
+            raise DecisionsStoreError(f"{self.path}: cannot open the decisions store: {error}") from error
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            yield connection
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", None) not in (_SQLITE_NOTADB, _SQLITE_CORRUPT):
+                raise
+            raise DecisionsStoreError(
+                f"{self.path} is not a usable SQLite database ({error}). It should hold what people decided "
+                "and is never rebuilt from the vault, so do not delete it: move it aside (if it is a damaged "
+                "decisions store, `sqlite3 FILE .recover` can salvage its rows), then open the store again "
+                "to start an empty one, or point --home / ENGRAM_HOME at the right folder."
+            ) from error
+        finally:
+            connection.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._connection() as connection, _immediate(connection):
+            yield connection
+
+
+@contextmanager
+def _immediate(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction that takes the write lock up front, so it never fails half-way on a lock upgrade."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _current_row(connection: sqlite3.Connection, topic: str, left: str, right: str) -> Verdict | None:
+    row = connection.execute(
+        f"""
+        SELECT {_COLUMNS} FROM verdicts
+        WHERE topic = ? AND left_key = ? AND right_key = ? AND undone_at IS NULL
+        ORDER BY id DESC LIMIT 1
+        """,
+        (topic, left, right),
+    ).fetchone()
+    return _verdict(row) if row else None
+
+
+def _verdict(row: tuple[Any, ...]) -> Verdict:
+    *fields, context = row
+    return Verdict(*fields, context=json.loads(context) if context is not None else None)
+
+
+def _check_topic(topic: str) -> None:
+    if topic not in TOPICS:
+        raise ValueError(f"unknown topic {topic!r}; the topics are {', '.join(TOPICS)}")
+
+
+def _canonical(topic: str, left: str, right: str, verdict: str | None) -> tuple[str, str, str | None]:
+    """Merge pairs sorted (flipping broader/narrower when swapped); supersession pairs kept (earlier, later)."""
+    _check_topic(topic)
+    if verdict is not None and verdict not in TOPICS[topic]:
+        raise ValueError(f"unknown {topic} verdict {verdict!r}; the {topic} verdicts are {', '.join(TOPICS[topic])}")
+    for side, key in (("left", left), ("right", right)):
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"the {side} key must be a non-empty string, got {key!r}")
+    if left == right:
+        raise ValueError(f"a verdict needs two different keys, got {left!r} on both sides")
+    if topic == MERGE and right < left:
+        left, right = right, left
+        verdict = _FLIPPED.get(verdict, verdict) if verdict is not None else None
+    return left, right, verdict
+
+
+def _operator(operator: str) -> str:
+    if not isinstance(operator, str) or not operator.strip():
+        raise ValueError("every verdict needs an operator: who decided it (a person's or an agent's name)")
+    return operator.strip()
+
+
+def _context_json(context: Mapping[str, Any] | None) -> str | None:
+    if context is None:
+        return None
+    if not isinstance(context, Mapping):
+        raise ValueError(f"context must be a mapping (a JSON object), got {type(context).__name__}")
+    try:
+        return json.dumps(dict(context), ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"context must be JSON-serialisable (numbers must be finite): {error}") from error
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+__all__ = [
+    "MERGE",
+    "MERGE_VERDICTS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SUPERSESSION",
+    "SUPERSESSION_VERDICTS",
+    "TOPICS",
+    "DecisionsStore",
+    "DecisionsStoreError",
+    "Verdict",
+]
