@@ -36,13 +36,14 @@ def document_embeddings(
 
 
 @dg.asset(
-    deps=[document_embeddings],
+    # By key: the resolution and revision modules build on document_embeddings and document_catalog.
+    deps=[document_embeddings, dg.AssetKey("resolution_overlay"), dg.AssetKey("accepted_supersessions")],
     group_name="retrieval",
     kinds={"igraph", "lancedb", "duckdb"},
     pool=STORE_POOL,
-    description="The graph search runs Personalized PageRank over: entities joined by normalised label, passages, "
-    "relation, hierarchy, synonym and mention edges; plus the BM25 index over chunks. Rebuilt only when the "
-    "embedded documents changed.",
+    description="The graph search runs Personalized PageRank over: entities joined by the resolution overlay's "
+    "clusters, passages, relation, hierarchy, synonym and mention edges; plus the BM25 index over chunks and the "
+    "accepted supersessions. Rebuilt only when the embedded documents, the clusters or the supersessions changed.",
 )
 def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     embedder = engram.make_embedder()

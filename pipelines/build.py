@@ -42,12 +42,10 @@ def run_build(
 
     import dagster as dg
 
-    from assets.catalog import document_catalog
-    from assets.documents import document_quads, documents
     from assets.partitions import BUCKET_COUNT
     from assets.resources import EngramStores
-    from assets.retrieval import document_embeddings, retrieval_index
-    from pipelines.checks import provenance_checks
+    from pipelines.checks import provenance_checks, resolution_checks
+    from pipelines.jobs import LIFECYCLE_ASSETS, REVIEW_ASSETS
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
     stores = EngramStores(home=str(home.root), vault=str(vault), extractor=extractor, embedder=embedder)
@@ -57,7 +55,7 @@ def run_build(
     ).buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:
-        selection = [documents, document_quads, document_catalog, document_embeddings, retrieval_index]
+        selection = LIFECYCLE_ASSETS
         tags = {
             "dagster/asset_partition_range_start": bucket_key(min(buckets)),
             "dagster/asset_partition_range_end": bucket_key(max(buckets)),
@@ -69,14 +67,14 @@ def run_build(
             "documents": {"config": {"verify_hashes": full}},
             "document_embeddings": {"config": {"full": full}},
         }
-    else:
-        selection = [document_catalog, retrieval_index]
+    else:  # nothing changed in the vault: apply what people decided since the last build
+        selection = REVIEW_ASSETS
         tags = {"engram/trigger": "cli"}
     tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
         release_abandoned_runs(instance)
         result = dg.materialize(
-            [*selection, *provenance_checks],
+            [*selection, *provenance_checks, *resolution_checks],
             instance=instance,
             resources={"engram": stores},
             run_config=run_config,

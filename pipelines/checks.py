@@ -3,8 +3,9 @@
 import dagster as dg
 
 from assets.catalog import document_catalog
+from assets.resolution import resolution_overlay
 from assets.resources import EngramStores
-from engramrag.checks import provenance
+from engramrag.checks import provenance, resolution
 from engramrag.checks.expectations import CheckOutcome
 from engramrag.lifecycle.summary import documents_written_in
 
@@ -55,6 +56,20 @@ def analysis_graphs_hold_no_author_assertions(
     home = engram.home_dir()
     return _result(provenance.analysis_graphs_hold_no_author_assertions(home, _written_scope(context, engram)))
 
+
+@dg.asset_check(asset=resolution_overlay, description="No cluster holds two entities a person marked distinct "
+                "(directly or through a third entity).")
+def clusters_respect_distinct_verdicts(engram: EngramStores) -> dg.AssetCheckResult:
+    return _result(resolution.clusters_respect_distinct_verdicts(engram.home_dir()))
+
+
+@dg.asset_check(asset=resolution_overlay, description="Every overlay row names the stable key of a live entity "
+                "mention (great-expectations: values in set, keys unique).")
+def overlay_names_existing_entities(engram: EngramStores) -> dg.AssetCheckResult:
+    return _result(resolution.overlay_names_existing_entities(engram.home_dir()))
+
+
+resolution_checks = [clusters_respect_distinct_verdicts, overlay_names_existing_entities]
 
 provenance_checks = [
     quads_belong_to_live_documents,

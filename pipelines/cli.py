@@ -73,12 +73,61 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="Print results, context and warnings as JSON.")
     search.set_defaults(handler=_search)
 
+    review = commands.add_parser(
+        "review", help="People's verdicts: merge candidates and decision supersessions (list, decide, undo, history)."
+    )
+    actions = review.add_subparsers(dest="action")
+    listing = actions.add_parser("list", help="Pairs waiting for a verdict, best first.")
+    listing.add_argument("topic", nargs="?", choices=["merge", "supersession"], default="merge")
+    listing.add_argument("--all", action="store_true", help="Also pairs already decided (with their verdict).")
+    listing.add_argument("-n", type=int, default=20, help="At most this many pairs (default 20).")
+    _home(listing)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_review_list)
+    decide = actions.add_parser("decide", help="Record a verdict on a pair (applied by the next build).")
+    decide.add_argument("topic", choices=["merge", "supersession"])
+    decide.add_argument("left", help="merge: an entity key; supersession: the EARLIER decision's key.")
+    decide.add_argument("right", help="merge: the other entity key; supersession: the LATER decision's key.")
+    decide.add_argument(
+        "verdict", help="merge: same | broader | narrower | related | distinct (LEFT is broader/narrower than "
+        "RIGHT); supersession: accept | reject."
+    )
+    decide.add_argument("--note", default="", help="Why (kept in the history).")
+    _operator(decide)
+    _home(decide)
+    decide.add_argument("--json", action="store_true")
+    decide.set_defaults(handler=_review_decide)
+    undo = actions.add_parser("undo", help="Take back a pair's current verdict (the one before it returns).")
+    undo.add_argument("topic", choices=["merge", "supersession"])
+    undo.add_argument("left")
+    undo.add_argument("right")
+    _operator(undo)
+    _home(undo)
+    undo.add_argument("--json", action="store_true")
+    undo.set_defaults(handler=_review_undo)
+    history = actions.add_parser("history", help="Every verdict ever recorded, undone ones included.")
+    history.add_argument("topic", nargs="?", choices=["merge", "supersession"], default="merge")
+    history.add_argument("--key", help="Only pairs this key is part of.")
+    _home(history)
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler=_review_history)
+    review.set_defaults(handler=lambda _args: (review.print_help(), 2)[1])
+
     dev = commands.add_parser("dev", help="Open the Dagster UI on this home's instance (dagster dev).")
     _home(dev)
     dev.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT", "examples/vault"))
     dev.add_argument("--port", default="3000")
     dev.set_defaults(handler=_dev)
     return parser
+
+
+def _operator(parser: argparse.ArgumentParser) -> None:
+    import getpass
+
+    parser.add_argument(
+        "--by", default=os.environ.get("ENGRAM_OPERATOR") or getpass.getuser(),
+        help="Who decides (default: ENGRAM_OPERATOR or the login name).",
+    )
 
 
 def _home(parser: argparse.ArgumentParser) -> None:
@@ -199,6 +248,132 @@ def _export(args: argparse.Namespace) -> int:
     else:
         count = export_dataset(home, args.output, args.format, args.doc)
     print(f"exported {count:,} quads", file=sys.stderr)
+    return 0
+
+
+def _review_list(args: argparse.Namespace) -> int:
+    home = Home.at(args.home)
+    if args.topic == "merge":
+        from engramrag.resolve.queue import merge_queue
+
+        frame = merge_queue(home, include_decided=args.all)
+        columns = ["left_key", "right_key", "left_label", "right_label", "left_kind", "right_kind", "score",
+                   "auto_merge", "reasons", "verdict", "decided_by", "blocked", "left_evidence", "right_evidence"]
+    else:
+        from engramrag.revise.queue import supersession_queue
+
+        frame = supersession_queue(home, include_decided=args.all)
+        columns = ["earlier_key", "later_key", "earlier_title", "later_title", "earlier_decided_on",
+                   "later_decided_on", "earlier_path", "later_path", "earlier_line_start", "later_line_start",
+                   "score", "same_day", "reasons", "verdict", "decided_by", "earlier_quote", "later_quote"]
+    rows = [] if frame.empty else json.loads(frame[columns].head(args.n).to_json(orient="records", force_ascii=False))
+    if args.json:
+        print(json.dumps({"topic": args.topic, "pending_total": len(frame), "pairs": rows}, indent=2,
+                         ensure_ascii=False))
+        return 0
+    if frame.empty:
+        print(f"no {args.topic} pairs {'at all' if args.all else 'waiting'} in {home.root} (a build proposes them)")
+        return 0
+    for number, row in enumerate(rows, 1):
+        if args.topic == "merge":
+            state = f"  [{row['verdict']} by {row['decided_by']}]" if row["verdict"] else ""
+            auto = "  (merged automatically unless you object)" if row["auto_merge"] else ""
+            print(f"{number:>3}. {row['left_label']} ({row['left_kind']})  ~  {row['right_label']} "
+                  f"({row['right_kind']})  score {row['score']:.2f}{auto}{state}")
+            print(f"     keys: {json.dumps(row['left_key'], ensure_ascii=False)} "
+                  f"{json.dumps(row['right_key'], ensure_ascii=False)}; {'; '.join(row['reasons'])}")
+        else:
+            state = f"  [{row['verdict']} by {row['decided_by']}]" if row["verdict"] else ""
+            print(f"{number:>3}. {row['earlier_title']} ({row['earlier_decided_on']}, {row['earlier_path']}) "
+                  f"->  {row['later_title']} ({row['later_decided_on']}, {row['later_path']})  "
+                  f"score {row['score']:.2f}{' SAME DAY' if row['same_day'] else ''}{state}")
+            print(f"     keys: {json.dumps(row['earlier_key'], ensure_ascii=False)} "
+                  f"{json.dumps(row['later_key'], ensure_ascii=False)}")
+    print(f"\n{len(frame)} {'pairs' if args.all else 'waiting'}; decide with: engram review decide {args.topic} "
+          "LEFT RIGHT VERDICT --home ...")
+    return 0
+
+
+def _review_decide(args: argparse.Namespace) -> int:
+    from engramrag.decisions.store import DecisionsStore
+
+    home = Home.at(args.home)
+    left, right = _review_keys(home, args)
+    verdict = DecisionsStore.for_home(home).decide(args.topic, left, right, args.verdict, args.by, note=args.note)
+    return _print_verdict(args, verdict, "recorded")
+
+
+def _review_keys(home: Home, args: argparse.Namespace) -> tuple[str, str]:
+    """Merge verdicts are about stable keys (normalised labels); a label as written is accepted and normalised,
+    and a key no live document mentions is refused rather than recorded to no effect."""
+    if args.topic != "merge":
+        return args.left, args.right
+    from engramrag.catalog.connection import catalog_reader
+    from engramrag.extract.textutil import normalise_label
+
+    left, right = normalise_label(args.left), normalise_label(args.right)
+    with catalog_reader(home) as catalog:
+        labels = catalog.execute(
+            "SELECT DISTINCT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone"
+        ).fetchall() if catalog else []
+    known = {normalise_label(label) for (label,) in labels}
+    unknown = [key for key in (left, right) if key not in known]
+    if unknown:
+        raise LookupError(
+            f"no live document mentions {', '.join(map(repr, unknown))} in {home.root}; "
+            "see `engram review list` for the keys of candidate pairs"
+        )
+    return left, right
+
+
+def _review_undo(args: argparse.Namespace) -> int:
+    from engramrag.decisions.store import DecisionsStore
+
+    home = Home.at(args.home)
+    store = DecisionsStore.for_home(home)
+    if args.topic == "merge":
+        from engramrag.extract.textutil import normalise_label
+
+        args.left, args.right = normalise_label(args.left), normalise_label(args.right)
+    undone = store.undo(args.topic, args.left, args.right, args.by)
+    if undone is None:
+        print(f"engram: {args.left!r} and {args.right!r} have no {args.topic} verdict to undo", file=sys.stderr)
+        return 1
+    _print_verdict(args, undone, "undone")
+    now = store.current_for(args.topic, args.left, args.right)
+    if not args.json:
+        print(f"now current: {now.verdict + ' by ' + now.operator if now else 'no verdict'}")
+    return 0
+
+
+def _print_verdict(args: argparse.Namespace, verdict, what: str) -> int:
+    import dataclasses
+
+    if args.json:
+        print(json.dumps({"action": what, **dataclasses.asdict(verdict)}, indent=2, ensure_ascii=False, default=str))
+        return 0
+    print(f"{what}: {verdict.left_key!r} {verdict.verdict} {verdict.right_key!r} by {verdict.operator} "
+          f"at {verdict.decided_at} (verdict {verdict.id})")
+    print(f"it takes effect at the next `engram build --home {args.home}` (or the decisions sensor's run)")
+    return 0
+
+
+def _review_history(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from engramrag.decisions.store import DecisionsStore
+
+    rows = DecisionsStore.for_home(Home.at(args.home)).history(args.topic, args.key)
+    if args.json:
+        print(json.dumps([dataclasses.asdict(row) for row in rows], indent=2, ensure_ascii=False, default=str))
+        return 0
+    for row in rows:
+        undone = f"  UNDONE {row.undone_at} by {row.undone_by}" if row.undone_at else ""
+        replaced = f" (replaced verdict {row.replaces})" if row.replaces else ""
+        print(f"#{row.id} {row.decided_at} {row.operator}: {row.left_key!r} {row.verdict} {row.right_key!r}"
+              f"{replaced}{undone}")
+    if not rows:
+        print("no verdicts recorded")
     return 0
 
 

@@ -8,7 +8,7 @@ from engramrag.lifecycle.plan import plan_changes
 from engramrag.lifecycle.scan import VaultMissing
 from engramrag.store import StoreBusy
 from engramrag.vault.ids import bucket_key
-from pipelines.jobs import document_lifecycle_job
+from pipelines.jobs import document_lifecycle_job, review_job
 
 MAX_FILES_PER_TICK = 2000
 
@@ -46,3 +46,22 @@ def vault_sensor(context: dg.SensorEvaluationContext, engram: EngramStores) -> d
         ],
         cursor=plan.resume_after,
     )
+
+
+@dg.sensor(
+    job=review_job,
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Requests a run of the review assets when people recorded or undid a verdict (dashboard, CLI), so "
+    "clusters, supersession edges and the retrieval index follow without a vault change.",
+)
+def decisions_sensor(context: dg.SensorEvaluationContext, engram: EngramStores) -> dg.SensorResult | dg.SkipReason:
+    from engramrag.decisions.store import DecisionsStore
+
+    home = engram.home_dir()
+    if not home.decisions_path.exists():
+        return dg.SkipReason("no verdicts recorded yet")
+    revision = DecisionsStore.for_home(home).revision()
+    if revision == context.cursor:
+        return dg.SkipReason("no new verdicts")
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"verdicts-{revision}")], cursor=revision)

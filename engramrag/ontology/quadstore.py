@@ -76,6 +76,19 @@ class QuadStore:
         if fresh:
             self._store.bulk_extend(fresh)
 
+    def swap_quads(self, remove: Iterable[ox.Quad], add: Iterable[ox.Quad]) -> None:
+        """Remove some quads and add others in one transaction (quads absent or present already are fine).
+        For machine additions that live beside a document's extraction, such as accepted supersessions."""
+        parts = []
+        for keyword, quads in (("DELETE DATA", list(remove)), ("INSERT DATA", list(add))):
+            if quads:
+                body = "\n".join(
+                    f"GRAPH {quad.graph_name} {{ {quad.subject} {quad.predicate} {quad.object} }}" for quad in quads
+                )
+                parts.append(f"{keyword} {{\n{body}\n}}")
+        if parts:
+            self._store.update(" ;\n".join(parts))
+
     def count_document(self, relative_path: str) -> int:
         return sum(self.count_graph(graph) for graph in document_graphs(relative_path))
 

@@ -188,11 +188,7 @@ def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> di
     """(doc_id, entity_key) -> the label's stored vector (read from LanceDB, never re-embedded)."""
     if entities.empty:
         return {}
-    store = VectorStore.for_home(home, embedder)
-    table = store.table("entity_labels").to_arrow().select(["doc_id", "entity_key", "vector"])
-    vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, embedder.dimension)
-    keys = zip(table.column("doc_id").to_pylist(), table.column("entity_key").to_pylist(), strict=True)
-    return {key: vectors[i] for i, key in enumerate(keys)}
+    return VectorStore.for_home(home, embedder).label_vectors()
 
 
 def _assemble(

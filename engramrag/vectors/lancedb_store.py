@@ -182,6 +182,15 @@ class VectorStore:
             if rows >= ANN_MIN_ROWS and not any(list(index.columns) == ["vector"] for index in table.list_indices()):
                 table.create_index("vector", config=ann_config(rows))
 
+    def label_vectors(self) -> dict[tuple[str, str], np.ndarray]:
+        """(doc_id, entity_key) -> the stored vector of that mention's label (read, never re-embedded)."""
+        table = self.table("entity_labels").to_arrow().select(["doc_id", "entity_key", "vector"])
+        if not table.num_rows:
+            return {}
+        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dimension)
+        keys = zip(table.column("doc_id").to_pylist(), table.column("entity_key").to_pylist(), strict=True)
+        return {key: vectors[i] for i, key in enumerate(keys)}
+
     def count(self, table: str, where: str | None = None) -> int:
         return self.table(table).count_rows(where)
 

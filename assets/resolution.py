@@ -1,0 +1,52 @@
+"""Entity resolution: the machine's candidate pairs, and the overlay of people's verdicts that clusters them."""
+
+import dagster as dg
+
+from assets.resources import STORE_POOL, EngramStores
+from assets.retrieval import document_embeddings
+from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
+
+
+@dg.asset(
+    deps=[document_embeddings],
+    group_name="resolution",
+    kinds={"duckdb"},
+    pool=STORE_POOL,
+    description="Pairs of entities (stable keys: normalised labels) that may be the same thing, from surface forms, "
+    "front-matter aliases, acronyms, label embeddings, kinds (incompatible kinds veto) and shared documents; "
+    "with the evidence sentences of both sides. An optional LLM judge (ENGRAM_LLM_JUDGE=1) adds its opinion.",
+)
+def resolution_candidates(engram: EngramStores) -> dg.MaterializeResult:
+    summary = refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder())
+    return dg.MaterializeResult(
+        metadata={
+            "keys": summary.keys,
+            "candidates": summary.candidates,
+            "vetoed": summary.vetoed,
+            "automatic_merges": summary.automatic,
+            "judged": summary.judged,
+        }
+    )
+
+
+@dg.asset(
+    deps=[resolution_candidates],
+    group_name="resolution",
+    kinds={"duckdb", "sqlite"},
+    pool=STORE_POOL,
+    description="Clusters of stable entity keys: the machine's confident pairs and people's `same` verdicts, never "
+    "joining a pair a person marked distinct (also through a third entity). Quads are never rewritten; the "
+    "retrieval index joins mentions by these clusters.",
+)
+def resolution_overlay(engram: EngramStores) -> dg.MaterializeResult:
+    summary, _ = refresh_overlay(engram.home_dir(), engram.vault_config())
+    return dg.MaterializeResult(
+        metadata={
+            "keys": summary.keys,
+            "clusters": summary.clusters,
+            "merged_keys": summary.merged_keys,
+            "person_verdicts": summary.person_verdicts,
+            "blocked_automatic_merges": len(summary.blocked),
+            "conflicting_person_verdicts": dg.MetadataValue.json(summary.conflicts),
+        }
+    )

@@ -1,0 +1,44 @@
+"""Decision supersession: proposals for people to review, and the accepted ones written into the graphs."""
+
+import dagster as dg
+
+from assets.catalog import document_catalog
+from assets.resources import STORE_POOL, EngramStores
+from engramrag.lifecycle.revision import apply_supersessions, refresh_supersession_candidates
+
+
+@dg.asset(
+    deps=[document_catalog],
+    group_name="revision",
+    kinds={"duckdb"},
+    pool=STORE_POOL,
+    description="Pairs (earlier, later) of dated decisions about the same subject where the later may replace the "
+    "earlier: explicit Supersedes fields, shared subjects, similar titles, superseded statuses. Same-day pairs are "
+    "flagged, not ordered.",
+)
+def supersession_candidates(engram: EngramStores) -> dg.MaterializeResult:
+    summary, _ = refresh_supersession_candidates(engram.home_dir(), engram.vault_config())
+    return dg.MaterializeResult(
+        metadata={"decisions": summary.decisions, "proposals": summary.proposals, "same_day": summary.same_day}
+    )
+
+
+@dg.asset(
+    deps=[supersession_candidates],
+    group_name="revision",
+    kinds={"oxigraph", "duckdb", "sqlite"},
+    pool=STORE_POOL,
+    description="People's accepted supersessions as `supersedes` edges in the later document's analysis graph, "
+    "with who accepted them. The earlier decision stays; search labels it and ranks it below its successor.",
+)
+def accepted_supersessions(engram: EngramStores) -> dg.MaterializeResult:
+    summary = apply_supersessions(engram.home_dir(), engram.vault_config())
+    return dg.MaterializeResult(
+        metadata={
+            "accepted": summary.accepted,
+            "applied": summary.applied,
+            "quads_added": summary.quads_added,
+            "quads_removed": summary.quads_removed,
+            "dormant": dg.MetadataValue.json(summary.dormant),
+        }
+    )

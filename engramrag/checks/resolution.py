@@ -1,0 +1,59 @@
+"""Checks on the resolution overlay: people's `distinct` holds, and every overlay row names a live entity."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from engramrag.catalog.connection import catalog_reader
+from engramrag.checks.expectations import CheckOutcome, validate_frame
+from engramrag.decisions.store import MERGE, DecisionsStore
+from engramrag.extract.textutil import normalise_label
+from engramrag.store import Home
+
+
+def clusters_respect_distinct_verdicts(home: Home) -> CheckOutcome:
+    """No cluster holds two entities a person marked distinct."""
+    distinct = [v for v in DecisionsStore.for_home(home).current(MERGE) if v.verdict == "distinct"]
+    with catalog_reader(home) as catalog:
+        rows = catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").fetchall() if catalog else []
+    clusters = dict(rows)
+    joined = [
+        {"left": v.left_key, "right": v.right_key, "cluster": clusters[v.left_key], "verdict_id": v.id,
+         "operator": v.operator}
+        for v in distinct
+        if v.left_key in clusters and clusters.get(v.left_key) == clusters.get(v.right_key)
+    ]
+    return CheckOutcome(
+        passed=not joined,
+        description=f"{len(distinct)} distinct verdicts; {len(joined)} pairs of them share a cluster",
+        metadata={"distinct_verdicts": len(distinct), "violations": joined[:20]},
+    )
+
+
+def overlay_names_existing_entities(home: Home) -> CheckOutcome:
+    """Every key of ``entity_clusters`` (and every cluster key) is the stable key of a live mention."""
+    import great_expectations as gx
+
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return CheckOutcome(True, "nothing built yet")
+        rows = catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").df()
+        labels = [label for (label,) in catalog.execute(
+            "SELECT DISTINCT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone"
+        ).fetchall()]
+    live = sorted({normalise_label(label) for label in labels} - {""})
+    frame = pd.DataFrame({"entity_key": rows["entity_key"], "cluster_key": rows["cluster_key"]})
+    passed, failures = validate_frame(
+        "entity_clusters",
+        frame,
+        [
+            gx.expectations.ExpectColumnValuesToBeInSet(column="entity_key", value_set=live),
+            gx.expectations.ExpectColumnValuesToBeInSet(column="cluster_key", value_set=live),
+            gx.expectations.ExpectColumnValuesToBeUnique(column="entity_key"),
+        ],
+    )
+    return CheckOutcome(
+        passed=passed,
+        description=f"{len(frame)} overlay rows over {len(live)} live entity keys",
+        metadata={"rows": len(frame), "failures": failures},
+    )

@@ -1,0 +1,233 @@
+"""Entity resolution in the lifecycle: candidates into the catalog, then the overlay's clusters.
+
+Candidates are recomputed whole from the live mentions (they are cheap next to extraction, and a pair's
+evidence can change with any document). The overlay combines the machine's confident pairs with what people
+decided in the decisions store and writes the clusters the retrieval index joins mentions by. Quads are never
+rewritten: a merge lives only in ``entity_clusters`` and in the index built from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.decisions.store import MERGE, DecisionsStore
+from engramrag.embed.base import Embedder
+from engramrag.extract.textutil import normalise_label
+from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
+from engramrag.resolve.clusters import Clustering, cluster
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+from engramrag.vectors.lancedb_store import VectorStore
+
+CANDIDATE_COLUMNS = """
+    left_key VARCHAR NOT NULL, right_key VARCHAR NOT NULL, left_label VARCHAR, right_label VARCHAR,
+    left_kind VARCHAR, right_kind VARCHAR, score DOUBLE NOT NULL, vetoed BOOLEAN NOT NULL, veto_reason VARCHAR,
+    auto_merge BOOLEAN NOT NULL, reasons JSON, features JSON, left_evidence JSON, right_evidence JSON,
+    judge_verdict VARCHAR, judge_reason VARCHAR
+"""
+
+
+@dataclass
+class CandidateSummary:
+    keys: int
+    candidates: int
+    vetoed: int
+    automatic: int
+    judged: int = 0
+
+
+@dataclass
+class OverlaySummary:
+    keys: int
+    clusters: int  # clusters of two or more keys
+    merged_keys: int
+    person_verdicts: int
+    blocked: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+
+def refresh_candidates(
+    home: Home,
+    config: VaultConfig,
+    embedder: Embedder,
+    candidate_config: CandidateConfig | None = None,
+    judge: Callable[[list[Candidate]], dict[tuple[str, str], tuple[str, str]]] | None = None,
+) -> CandidateSummary:
+    """Recompute the merge candidates of the live mentions into the catalog table ``resolution_candidates``.
+
+    ``judge`` (optional: an LLM asked about the pairs the machine would not merge on its own) returns, per pair,
+    its verdict and reason; they are stored beside the candidate for people to see, never applied by themselves.
+    """
+    candidate_config = candidate_config or CandidateConfig()
+    with catalog_writer(home, config.bucket_count) as catalog:
+        mentions = live_mentions(catalog)
+        documents = catalog.execute(
+            "SELECT doc_id, path, text, front_matter FROM documents WHERE NOT gone ORDER BY path"
+        ).df()
+    vectors = _key_vectors(home, embedder, mentions)
+    candidates = find_candidates(mentions, documents, vectors, candidate_config)
+    verdicts = judge([c for c in candidates if not c.vetoed and not c.auto_merge]) if judge else {}
+    frame = _candidate_rows(candidates, verdicts)
+    with catalog_writer(home, config.bucket_count) as catalog:
+        catalog.execute("BEGIN")
+        catalog.execute(f"CREATE OR REPLACE TABLE resolution_candidates ({CANDIDATE_COLUMNS})")
+        if len(frame):
+            catalog.register("candidate_rows", frame)
+            catalog.execute("INSERT INTO resolution_candidates SELECT * FROM candidate_rows")
+            catalog.unregister("candidate_rows")
+        catalog.execute("COMMIT")
+    return CandidateSummary(
+        keys=mentions["label"].map(normalise_label).nunique() if len(mentions) else 0,
+        candidates=len(candidates),
+        vetoed=sum(c.vetoed for c in candidates),
+        automatic=sum(c.auto_merge and not c.vetoed for c in candidates),
+        judged=len(verdicts),
+    )
+
+
+def refresh_overlay(
+    home: Home, config: VaultConfig, candidate_config: CandidateConfig | None = None
+) -> tuple[OverlaySummary, Clustering]:
+    """Clusters from the machine's confident candidates and people's verdicts, into ``entity_clusters``."""
+    candidate_config = candidate_config or CandidateConfig()
+    verdicts = DecisionsStore.for_home(home).current(MERGE)
+    with catalog_writer(home, config.bucket_count) as catalog:
+        mentions = live_mentions(catalog)
+        automatic = _automatic_pairs(catalog)
+    keys, kinds = _keys_and_kinds(mentions)
+    known = set(keys)
+    automatic = [(left, right, score) for left, right, score in automatic if left in known and right in known]
+    clustering = cluster(keys, automatic, verdicts, candidate_config.auto_merge_threshold, kinds=kinds)
+    rows = pd.DataFrame(
+        [
+            (key, cluster_key)
+            for key, cluster_key in sorted(clustering.cluster_of.items())
+            if len(clustering.members(cluster_key)) > 1
+        ],
+        columns=["entity_key", "cluster_key"],
+    )
+    blocked = pd.DataFrame(
+        [
+            (item.left, item.right, item.source, item.cause, item.reason, item.score, item.verdict_id)
+            for item in clustering.blocked
+        ],
+        columns=["left_key", "right_key", "source", "cause", "reason", "score", "verdict_id"],
+    )
+    with catalog_writer(home, config.bucket_count) as catalog:
+        catalog.execute("BEGIN")
+        catalog.execute("DELETE FROM entity_clusters")
+        if len(rows):
+            catalog.register("cluster_rows", rows)
+            catalog.execute("INSERT INTO entity_clusters SELECT entity_key, cluster_key FROM cluster_rows")
+            catalog.unregister("cluster_rows")
+        catalog.execute(
+            "CREATE OR REPLACE TABLE resolution_blocked (left_key VARCHAR, right_key VARCHAR, source VARCHAR, "
+            "cause VARCHAR, reason VARCHAR, score DOUBLE, verdict_id BIGINT)"
+        )
+        if len(blocked):
+            catalog.register("blocked_rows", blocked)
+            catalog.execute("INSERT INTO resolution_blocked SELECT * FROM blocked_rows")
+            catalog.unregister("blocked_rows")
+        catalog.execute("COMMIT")
+    groups = clustering.clusters
+    summary = OverlaySummary(
+        keys=len(keys),
+        clusters=sum(1 for members in groups.values() if len(members) > 1),
+        merged_keys=sum(len(members) for members in groups.values() if len(members) > 1),
+        person_verdicts=len(verdicts),
+        blocked=[item.reason for item in clustering.blocked if item.source == "automatic"],
+        conflicts=[item.reason for item in clustering.conflicts],
+    )
+    return summary, clustering
+
+
+def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The entity mentions of the documents that are not gone."""
+    return catalog.execute(
+        """
+        SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line
+        FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone ORDER BY e.doc_id, e.entity_key
+        """
+    ).df()
+
+
+def _keys_and_kinds(mentions: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
+    kinds: dict[str, Counter[str]] = {}
+    for label, kind in zip(mentions["label"], mentions["kind"], strict=True):
+        key = normalise_label(label)
+        if key:
+            kinds.setdefault(key, Counter())[kind] += 1
+    # The clusters' kind check compares what a key mostly is; Concept only when nothing more specific is known.
+    dominant = {
+        key: next((kind for kind, _ in counts.most_common() if kind != "Concept"), "Concept")
+        for key, counts in kinds.items()
+    }
+    return sorted(kinds), dominant
+
+
+def _key_vectors(home: Home, embedder: Embedder, mentions: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One label vector per stable key (the first mention's; labels of one key differ only in case or spacing)."""
+    stored = VectorStore.for_home(home, embedder).label_vectors()
+    vectors: dict[str, np.ndarray] = {}
+    for doc, entity_key, label in zip(mentions["doc_id"], mentions["entity_key"], mentions["label"], strict=True):
+        key = normalise_label(label)
+        if key and key not in vectors and (doc, entity_key) in stored:
+            vector = stored[(doc, entity_key)]
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                vectors[key] = vector / norm
+    return vectors
+
+
+def _automatic_pairs(catalog: duckdb.DuckDBPyConnection) -> list[tuple[str, str, float]]:
+    return [
+        (left, right, float(score))
+        for left, right, score in catalog.execute(
+            "SELECT left_key, right_key, score FROM resolution_candidates WHERE auto_merge AND NOT vetoed"
+        ).fetchall()
+    ] if _has_table(catalog, "resolution_candidates") else []
+
+
+def _has_table(catalog: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(
+        catalog.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0]
+    )
+
+
+def _candidate_rows(candidates: list[Candidate], verdicts: dict[tuple[str, str], tuple[str, str]]) -> pd.DataFrame:
+    def evidence(items: Any) -> str:
+        return json.dumps([{"path": e.path, "line": e.line, "text": e.text} for e in items], ensure_ascii=False)
+
+    rows = []
+    for c in candidates:
+        judged = verdicts.get((c.left_key, c.right_key))
+        features = {
+            "alias": c.features.alias,
+            "korean_english": c.features.korean_english,
+            "variant": c.features.variant,
+            "acronym": c.features.acronym,
+            "containment": c.features.containment,
+            "edit": c.features.edit,
+            "embedding": c.features.embedding,
+            "shared_documents": c.features.shared_documents,
+            "kinds_compatible": c.features.kinds_compatible,
+        }
+        rows.append(
+            (
+                c.left_key, c.right_key, c.left_label, c.right_label, c.left_kind, c.right_kind, float(c.score),
+                bool(c.vetoed), c.veto_reason, bool(c.auto_merge), json.dumps(list(c.reasons), ensure_ascii=False),
+                json.dumps(features), evidence(c.left_evidence), evidence(c.right_evidence),
+                judged[0] if judged else None, judged[1] if judged else None,
+            )
+        )
+    columns = [part.split()[0] for part in CANDIDATE_COLUMNS.replace("\n", " ").split(",") if part.strip()]
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,152 @@
+"""Decision supersession in the lifecycle: proposals into the catalog, accepted ones into the graphs.
+
+Proposals are recomputed whole from the live decision records. A person's accepted verdict (decisions store,
+topic ``supersession``) becomes, at the next build, a ``supersedes`` edge in the later document's analysis
+graph and a row of ``supersessions``, which the retrieval index reads to label and rank the earlier decision.
+The earlier decision is never deleted. The quads this step added last time are recorded, so an undone verdict
+loses its edge; a re-extracted document loses it with its analysis graph and gets it back here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyoxigraph as ox
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.decisions.store import SUPERSESSION, DecisionsStore
+from engramrag.ontology.quadstore import QuadStore
+from engramrag.revise.supersession import (
+    SupersessionConfig,
+    SupersessionProposal,
+    proposals_frame,
+    propose_supersessions,
+    supersedes_quads,
+)
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+
+PROPOSAL_COLUMNS = [
+    "earlier_key", "later_key", "earlier_path", "later_path", "earlier_title", "later_title", "earlier_decided_on",
+    "later_decided_on", "earlier_status", "later_status", "earlier_line_start", "earlier_line_end",
+    "later_line_start", "later_line_end", "earlier_quote", "later_quote", "score", "same_day", "explicit",
+    "title_similarity", "subject_similarity", "shared_subjects", "reasons",
+]  # fmt: skip
+
+
+@dataclass
+class ProposalSummary:
+    decisions: int
+    proposals: int
+    same_day: int
+
+
+@dataclass
+class AppliedSummary:
+    accepted: int
+    applied: int
+    quads_added: int
+    quads_removed: int
+    dormant: list[str] = field(default_factory=list)  # accepted pairs whose decisions are not in the vault now
+
+
+def refresh_supersession_candidates(
+    home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None = None
+) -> tuple[ProposalSummary, list[SupersessionProposal]]:
+    """Recompute the proposals into ``supersession_candidates``."""
+    proposals, decisions = _proposals(home, config, supersession_config)
+    frame = proposals_frame(proposals)
+    rows = frame[PROPOSAL_COLUMNS] if len(frame) else pd.DataFrame(columns=PROPOSAL_COLUMNS)
+    rows = rows.assign(
+        shared_subjects=rows["shared_subjects"].map(list), reasons=rows["reasons"].map(list)
+    ) if len(rows) else rows
+    with catalog_writer(home, config.bucket_count) as catalog:
+        catalog.execute("BEGIN")
+        catalog.execute(
+            """
+            CREATE OR REPLACE TABLE supersession_candidates (
+                earlier_key VARCHAR, later_key VARCHAR, earlier_path VARCHAR, later_path VARCHAR,
+                earlier_title VARCHAR, later_title VARCHAR, earlier_decided_on VARCHAR, later_decided_on VARCHAR,
+                earlier_status VARCHAR, later_status VARCHAR, earlier_line_start INTEGER, earlier_line_end INTEGER,
+                later_line_start INTEGER, later_line_end INTEGER, earlier_quote VARCHAR, later_quote VARCHAR,
+                score DOUBLE, same_day BOOLEAN, explicit BOOLEAN, title_similarity DOUBLE,
+                subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[]
+            )
+            """
+        )
+        if len(rows):
+            catalog.register("proposal_rows", rows)
+            catalog.execute("INSERT INTO supersession_candidates SELECT * FROM proposal_rows")
+            catalog.unregister("proposal_rows")
+        catalog.execute("COMMIT")
+    summary = ProposalSummary(decisions, len(proposals), sum(p.same_day for p in proposals))
+    return summary, proposals
+
+
+def apply_supersessions(
+    home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None = None
+) -> AppliedSummary:
+    """Write people's accepted supersessions as ``supersedes`` edges and ``supersessions`` rows."""
+    accepted = [v for v in DecisionsStore.for_home(home).current(SUPERSESSION) if v.verdict == "accept"]
+    proposals, _ = _proposals(home, config, supersession_config)
+    by_pair = {(p.earlier.key, p.later.key): p for p in proposals}
+    applied, quads, dormant = [], [], []
+    for verdict in accepted:
+        proposal = by_pair.get(verdict.pair)
+        if proposal is None:
+            dormant.append(f"{verdict.left_key} -> {verdict.right_key}")
+            continue
+        applied.append(proposal)
+        quads += supersedes_quads([proposal], verdict.operator, verdict.decided_at)
+    quads = list(dict.fromkeys(quads))
+    rows = pd.DataFrame(
+        [
+            (p.earlier.key, p.later.key, p.earlier.doc_id, p.later.doc_id, p.earlier.title, p.later.title,
+             p.earlier.decided_on, p.later.decided_on)
+            for p in applied
+        ],
+        columns=["earlier_key", "later_key", "earlier_doc_id", "later_doc_id", "earlier_title", "later_title",
+                 "earlier_date", "later_date"],
+    ).drop_duplicates(["earlier_key", "later_key"])
+    with catalog_writer(home, config.bucket_count) as catalog:
+        catalog.execute("CREATE TABLE IF NOT EXISTS supersession_quads (nquad VARCHAR NOT NULL)")
+        previous = [row[0] for row in catalog.execute("SELECT nquad FROM supersession_quads").fetchall()]
+        removed = _parse(previous)
+        with QuadStore.opened(home.quads_path) as store:
+            store.swap_quads(removed, quads)
+        catalog.execute("BEGIN")
+        catalog.execute("DELETE FROM supersessions")
+        if len(rows):
+            catalog.register("supersession_rows", rows)
+            catalog.execute("INSERT INTO supersessions SELECT * FROM supersession_rows")
+            catalog.unregister("supersession_rows")
+        catalog.execute("DELETE FROM supersession_quads")
+        if quads:
+            catalog.executemany("INSERT INTO supersession_quads VALUES (?)", [[str(quad)] for quad in quads])
+        catalog.execute("COMMIT")
+    return AppliedSummary(len(accepted), len(applied), len(quads), len(removed), dormant)
+
+
+def _proposals(
+    home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None
+) -> tuple[list[SupersessionProposal], int]:
+    with catalog_writer(home, config.bucket_count) as catalog:
+        live = "SELECT doc_id FROM documents WHERE NOT gone"
+        decisions = catalog.execute(f"SELECT * FROM decisions WHERE doc_id IN ({live})").df()
+        documents = catalog.execute("SELECT doc_id, path, text FROM documents WHERE NOT gone").df()
+        statements = catalog.execute(
+            "SELECT doc_id, subject, predicate, object, object_is_entity, line_start FROM statements "
+            f"WHERE doc_id IN ({live})"
+        ).df()
+        entities = catalog.execute(
+            f"SELECT doc_id, entity_key, label, kind FROM entities WHERE doc_id IN ({live})"
+        ).df()
+    return propose_supersessions(decisions, documents, statements, entities, supersession_config), len(decisions)
+
+
+def _parse(nquads: list[str]) -> list[ox.Quad]:
+    if not nquads:
+        return []
+    text = " .\n".join(nquads) + " .\n"
+    return list(ox.parse(text.encode("utf-8"), format=ox.RdfFormat.N_QUADS))

@@ -1,0 +1,1 @@
+"""Revision: which dated decisions replace which (supersession proposals)."""
