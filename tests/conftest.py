@@ -9,14 +9,13 @@ import dagster as dg
 import duckdb
 import pytest
 
-from assets.catalog import document_catalog
 from assets.documents import document_quads, documents
 from assets.partitions import BUCKET_COUNT
 from assets.resources import EngramStores
-from assets.retrieval import document_embeddings, retrieval_index
 from engramrag.store import Home
 from engramrag.vault.ids import bucket_key, bucket_of
-from pipelines.checks import provenance_checks
+from pipelines.checks import provenance_checks, resolution_checks
+from pipelines.jobs import LIFECYCLE_ASSETS
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
 
@@ -55,7 +54,7 @@ class Lifecycle:
         """One run over the bucket range covering ``keys`` (a single-run backfill), like `engram build`
         (without the catalog: only documents and quads)."""
         ordered = sorted(keys)
-        downstream = [document_catalog, *provenance_checks, document_embeddings, retrieval_index]
+        downstream = [*LIFECYCLE_ASSETS[2:], *provenance_checks, *resolution_checks]
         selection = [documents, document_quads] + (downstream if with_catalog else [])
         return dg.materialize(
             selection,
