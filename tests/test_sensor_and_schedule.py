@@ -13,7 +13,7 @@ import dagster as dg
 from engramrag.lifecycle.plan import plan_changes
 from engramrag.vault.config import VaultConfig
 from pipelines.schedules import daily_consistency_pass
-from pipelines.sensors import vault_sensor
+from pipelines.sensors import decisions_sensor, vault_sensor
 from tests.conftest import Lifecycle
 
 
@@ -49,6 +49,26 @@ def test_sensor_requests_only_changed_buckets_with_stable_run_keys(lifecycle: Li
 
     lifecycle.run_buckets(sorted(changed))
     assert requested(evaluate(lifecycle)) == {}
+
+
+def test_decisions_sensor_asks_for_a_review_run_once_per_change_of_verdicts(lifecycle: Lifecycle):
+    from engramrag.decisions.store import MERGE, DecisionsStore
+
+    def tick(cursor: str | None):
+        context = dg.build_sensor_context(
+            instance=lifecycle.instance, cursor=cursor, resources={"engram": lifecycle.stores}
+        )
+        return decisions_sensor(context)
+
+    assert isinstance(tick(None), dg.SkipReason)  # no decisions store yet
+    store = DecisionsStore.for_home(lifecycle.home)
+    store.decide(MERGE, "falcon", "팔콘", "distinct", "dana")
+    first = tick(None)
+    assert len(first.run_requests) == 1 and first.cursor
+    assert isinstance(tick(first.cursor), dg.SkipReason)  # nothing new since
+    store.undo(MERGE, "falcon", "팔콘", "dana")  # an undo is a change too
+    second = tick(first.cursor)
+    assert len(second.run_requests) == 1 and second.run_requests[0].run_key != first.run_requests[0].run_key
 
 
 def test_touching_a_file_without_changing_it_requests_nothing(lifecycle: Lifecycle, vault: Path):
@@ -89,15 +109,26 @@ def test_definitions_load_with_lineage_checks_sensor_and_schedule():
 
     repository = defs.get_repository_def()
     keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
-    assert keys == {"documents", "document_quads", "document_catalog", "document_embeddings", "retrieval_index"}
+    assert keys == {
+        "documents", "document_quads", "document_catalog", "document_embeddings", "resolution_candidates",
+        "resolution_overlay", "supersession_candidates", "accepted_supersessions", "retrieval_index",
+        "lifecycle_metrics",
+    }  # fmt: skip
     graph = repository.asset_graph
     assert graph.get(dg.AssetKey("document_catalog")).parent_keys == {dg.AssetKey("document_quads")}
+    assert graph.get(dg.AssetKey("retrieval_index")).parent_keys == {
+        dg.AssetKey("document_embeddings"), dg.AssetKey("resolution_overlay"), dg.AssetKey("accepted_supersessions")
+    }  # people's verdicts reach the index through the overlay and the applied supersessions
     assert {check.name for check in graph.asset_check_keys} == {
         "quads_belong_to_live_documents",
         "statements_name_document_and_extractor",
         "analysis_graphs_hold_no_author_assertions",
+        "clusters_respect_distinct_verdicts",
+        "overlay_names_existing_entities",
     }
     assert repository.get_sensor_def("vault_sensor")
+    assert repository.get_sensor_def("decisions_sensor")
+    assert repository.get_job("apply_reviews")
     assert repository.get_schedule_def("daily_consistency_pass")
 
 
