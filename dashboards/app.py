@@ -36,6 +36,9 @@ class PageSpec:
 
 PAGES: list[PageSpec] = [
     PageSpec("views/costs.py", "Lifecycle costs", ":material/monitoring:"),
+    PageSpec("views/merges.py", "Merge queue", ":material/merge:"),
+    PageSpec("views/supersessions.py", "Supersession queue", ":material/update:"),
+    PageSpec("views/provenance.py", "Provenance explorer", ":material/account_tree:"),
 ]
 
 

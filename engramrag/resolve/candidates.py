@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label, sentences
@@ -500,49 +501,80 @@ def _edit_pairs(table: _Keys, floor: float, max_posting: int) -> dict[tuple[int,
     least max(La, Lb) + 2 - 3d trigrams; similarity >= floor bounds d by (1 - floor) max(La, Lb), so they share
     at least T = (3 floor - 2) L + 2 trigrams for either length L. Ordering every string's trigrams rarest
     first, two sets that share T elements must share one of the first n - T + 1 of each: only those are indexed.
-    The exact trigram count then discards most pairs before the Levenshtein distance is computed.
+    The pairs sharing an indexed trigram (a sparse product) are then cut by length, numbers, the exact trigram
+    count and the character-bag distance (a lower bound of the edit distance) before the Levenshtein distance
+    is computed for the few that remain.
     """
-    compact = table.compact
-    grams = [frozenset(_numbered_trigrams(form)) for form in compact]
-    frequency = Counter(g for items in grams for g in items)
-    postings: dict[tuple[str, int], list[int]] = defaultdict(list)
+    compact, n = table.compact, len(table.compact)
+    if n < 2:
+        return {}
+    grams = [_numbered_trigrams(form) for form in compact]
+    ids: dict[tuple[str, int], int] = {}
+    full_rows, full_cols = [], []
+    for i, items in enumerate(grams):
+        for gram in items:
+            full_rows.append(i)
+            full_cols.append(ids.setdefault(gram, len(ids)))
+    frequency = np.bincount(np.asarray(full_cols, dtype=np.int64), minlength=len(ids))
+    prefix_rows, prefix_cols = [], []
     for i, items in enumerate(grams):
         length = len(compact[i])
-        if not length:
-            continue
         required = max(1, math.ceil((3 * floor - 2) * length + 2 - 1e-9))
-        for gram in sorted(items, key=lambda g: (frequency[g], g))[: max(1, len(items) - required + 1)]:
-            postings[gram].append(i)
-    found: dict[tuple[int, int], float] = {}
-    tried: set[tuple[int, int]] = set()
-    for members in postings.values():
-        if len(members) > max_posting:
-            continue
-        for x in range(len(members)):
-            a = members[x]
-            for y in range(x + 1, len(members)):
-                b = members[y]
-                pair = (a, b) if a < b else (b, a)
-                if pair in tried:
-                    continue
-                tried.add(pair)
-                longest = max(len(compact[a]), len(compact[b]))
-                budget = int((1 - floor) * longest + 1e-9)
-                if (
-                    abs(len(compact[a]) - len(compact[b])) > budget
-                    or table.numbers[a] != table.numbers[b]
-                    or len(grams[a] & grams[b]) < longest + 2 - 3 * budget
-                ):
-                    continue
-                similarity = _edit_feature(compact[a], compact[b], floor)
-                if similarity:
-                    found[pair] = similarity
+        ranked = sorted(items, key=lambda g: (frequency[ids[g]], g))[: max(1, len(items) - required + 1)]
+        prefix_rows += [i] * len(ranked)
+        prefix_cols += [ids[g] for g in ranked]
+    prefix = _incidence(prefix_rows, prefix_cols, n, len(ids))
+    crowded = np.flatnonzero(np.diff(prefix.tocsc().indptr) > max_posting)
+    if len(crowded):
+        prefix = prefix @ sparse.diags(np.isin(np.arange(len(ids)), crowded, invert=True).astype(np.float32))
+    shared = sparse.triu(prefix @ prefix.T, k=1).tocoo()
+    a, b = shared.row.astype(np.int64), shared.col.astype(np.int64)
+
+    lengths = np.array([len(form) for form in compact], dtype=np.int64)
+    number_ids: dict[tuple[str, ...], int] = {}
+    numbers = np.array([number_ids.setdefault(t, len(number_ids)) for t in table.numbers], dtype=np.int64)
+    longest = np.maximum(lengths[a], lengths[b])
+    budget = np.floor((1 - floor) * longest + 1e-9).astype(np.int64)
+    keep = (np.abs(lengths[a] - lengths[b]) <= budget) & (numbers[a] == numbers[b]) & (longest > 0)
+    a, b, longest, budget = a[keep], b[keep], longest[keep], budget[keep]
+    full = _incidence(full_rows, full_cols, n, len(ids))
+    characters = _character_counts(compact)
+    survivors = []
+    for start in range(0, len(a), 200_000):
+        x, y = a[start : start + 200_000], b[start : start + 200_000]
+        limit, most = budget[start : start + 200_000], longest[start : start + 200_000]
+        overlap = np.asarray(full[x].multiply(full[y]).sum(axis=1)).ravel()
+        bag = (np.asarray(abs(characters[x] - characters[y]).sum(axis=1)).ravel() + np.abs(lengths[x] - lengths[y]))
+        passing = (overlap >= most + 2 - 3 * limit) & (bag / 2 <= limit)
+        survivors += list(zip(x[passing].tolist(), y[passing].tolist(), strict=True))
+    found = {}
+    for x, y in survivors:
+        similarity = _edit_feature(compact[x], compact[y], floor)
+        if similarity:
+            found[(x, y)] = similarity
     return found
 
 
+def _incidence(rows: list[int], cols: list[int], n: int, width: int) -> sparse.csr_matrix:
+    data = np.ones(len(rows), dtype=np.float32)
+    return sparse.csr_matrix((data, (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+                             shape=(n, max(1, width)))  # fmt: skip
+
+
+def _character_counts(forms: list[str]) -> sparse.csr_matrix:
+    ids: dict[str, int] = {}
+    rows, cols = [], []
+    for i, form in enumerate(forms):
+        for char in form:
+            rows.append(i)
+            cols.append(ids.setdefault(char, len(ids)))
+    return _incidence(rows, cols, len(forms), len(ids))  # duplicate entries add up to counts
+
+
 def _embedding_pairs(vectors: np.ndarray, present: np.ndarray, config: CandidateConfig) -> set[tuple[int, int]]:
-    """Among each key's ``embedding_neighbours`` nearest keys, those whose cosine can lift the pair to
-    ``min_score`` (with at most the shared-documents feature beside it; any other feature has its own index).
+    """Among each key's ``embedding_neighbours`` nearest later keys (in key order; each pair is compared once),
+    those whose cosine can lift the pair to ``min_score`` (with at most the shared-documents feature beside it;
+    every other feature has its own index).
 
     ``retrieve.neighbours.nearest_neighbours`` ranks every row fully, which at 40,000 keys costs 18 s of
     partitioning alone; here a block of similarities is first cut at the floor (one comparison), and only the hits
@@ -557,29 +589,38 @@ def _embedding_pairs(vectors: np.ndarray, present: np.ndarray, config: Candidate
     cut = config.embedding_floor + max(0.0, needed) * (1.0 - config.embedding_floor)
     matrix, search_cut = full, cut
     if full.shape[1] > config.embedding_projection:
-        rotation, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((full.shape[1], config.embedding_projection)))
-        matrix = full @ rotation.astype(np.float32)
+        gaussian = np.random.default_rng(0).standard_normal((full.shape[1], config.embedding_projection))
+        matrix = full @ np.linalg.qr(gaussian)[0].astype(np.float32)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), np.float32(1e-12))
         search_cut -= config.embedding_projection_margin
-    matrix = np.where(present[:, None], matrix, np.float32(0.0))
+    matrix = np.where(present[:, None], matrix, np.float32(0.0)).astype(np.float32)
+    transposed = np.ascontiguousarray(matrix.T)
     k, n = config.embedding_neighbours, matrix.shape[0]
+    rows_per_block = max(1, min(BLOCK, n))
+    similarities = np.empty((rows_per_block, n), dtype=np.float32)  # reused: fresh pages cost more than the BLAS
+    hits = np.empty((rows_per_block, n), dtype=bool)
     low_parts, high_parts = [], []
-    for start in range(0, n, BLOCK):
-        stop = min(n, start + BLOCK)
-        block = matrix[start:stop] @ matrix.T
-        block[np.arange(stop - start), np.arange(start, stop)] = -np.inf
-        rows, cols = np.nonzero(block >= search_cut)
-        if not len(rows):
+    for start in range(0, n, rows_per_block):
+        stop = min(n, start + rows_per_block)
+        width = n - start  # only later keys: each pair is met once
+        block, mask = similarities[: stop - start, :width], hits[: stop - start, :width]
+        np.matmul(matrix[start:stop], transposed[:, start:], out=block)
+        np.greater_equal(block, search_cut, out=mask)
+        mask &= np.arange(width)[None, :] > np.arange(stop - start)[:, None]
+        busy = np.flatnonzero(mask.any(axis=1))
+        if not len(busy):
             continue
+        local, cols = np.nonzero(mask[busy])
+        rows = busy[local]
         similarity = block[rows, cols]
         order = np.lexsort((-similarity, rows))  # by row, most similar first
         rows, cols = rows[order], cols[order]
         rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left")
-        rows, cols = rows[rank < k] + start, cols[rank < k]
+        rows, cols = rows[rank < k] + start, cols[rank < k] + start
         exact = np.einsum("ij,ij->i", full[rows], full[cols])
         keep = exact >= cut - 1e-6
-        low_parts.append(np.minimum(rows, cols)[keep])
-        high_parts.append(np.maximum(rows, cols)[keep])
+        low_parts.append(rows[keep])
+        high_parts.append(cols[keep])
     if not low_parts:
         return set()
     low, high = np.concatenate(low_parts), np.concatenate(high_parts)
@@ -621,13 +662,14 @@ class _Scorer:
         alias = _alias_relation(table, i, j)
         variant = table.compact[i] == table.compact[j]
         acronym = _is_acronym(table, i, j) or _is_acronym(table, j, i)
-        # Labels that differ in their numbers name different things: ADR-0001 and ADR-0002, 2026-03-03 and 03-04.
+        # Labels that differ in their numbers name different things (ADR-0001 and ADR-0002, 2026-03-03 and
+        # 2026-03-04) however alike they look: no similarity feature counts for them.
         same_numbers = table.numbers[i] == table.numbers[j]
         containment = _containment(table.tokens[i], table.tokens[j]) if same_numbers else 0.0
         if edit is None:
             edit = _edit_feature(table.compact[i], table.compact[j], config.edit_floor) if same_numbers else 0.0
         cosine = None
-        if table.vectors is not None and table.has_vector[i] and table.has_vector[j]:
+        if same_numbers and table.vectors is not None and table.has_vector[i] and table.has_vector[j]:
             cosine = round(float(table.vectors[i] @ table.vectors[j]), 6)
         shared = table.documents[i] & table.documents[j]
         remaining = 1.0
@@ -825,13 +867,14 @@ def _sentence_with(text: str, offsets: list[int], label: str, first_line: int | 
     if not words:
         return None
     pattern = r"\s+".join(map(re.escape, words))
-    if WORD.match(words[0][0]):
+    if words[0][0].isascii() and words[0][0].isalnum():
         pattern = r"(?<!\w)" + pattern
-    if WORD.match(words[-1][-1]):
+    if words[-1][-1].isascii() and words[-1][-1].isalnum():  # Korean particles attach to a name: 박민지는
         pattern += r"(?!\w)"
     regex = re.compile(pattern, re.IGNORECASE)
+    body = _body_start(text)
     start = offsets[first_line - 1] if first_line and 0 < first_line <= len(offsets) else 0
-    match = regex.search(text, start) or regex.search(text)
+    match = regex.search(text, max(start, body)) or regex.search(text, body) or regex.search(text)
     if match is None:
         return None
     line = bisect_right(offsets, match.start())
@@ -842,6 +885,14 @@ def _sentence_with(text: str, offsets: list[int], label: str, first_line: int | 
         if s <= match.start() and match.end() <= e:
             return line, text[s:e]
     return line, text[line_start:line_end].strip()
+
+
+def _body_start(text: str) -> int:
+    """Where the body begins after YAML front matter: a sentence of prose is better evidence than ``title:``."""
+    if not text.startswith("---"):
+        return 0
+    end = re.search(r"^(?:---|\.\.\.)[ \t]*$", text[3:], re.MULTILINE)
+    return 3 + end.end() if end else 0
 
 
 # --- small helpers -----------------------------------------------------------------------------------------
