@@ -5,6 +5,7 @@ import dagster as dg
 from assets.resources import STORE_POOL, EngramStores
 from assets.retrieval import document_embeddings
 from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
+from engramrag.resolve.judge import make_judge
 
 
 @dg.asset(
@@ -17,7 +18,8 @@ from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
     "with the evidence sentences of both sides. An optional LLM judge (ENGRAM_LLM_JUDGE=1) adds its opinion.",
 )
 def resolution_candidates(engram: EngramStores) -> dg.MaterializeResult:
-    summary = refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder())
+    judge = make_judge()  # None unless ENGRAM_LLM_JUDGE=1 (with ENGRAM_LLM_BASE_URL / _MODEL / _API_KEY)
+    summary = refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder(), judge=judge)
     return dg.MaterializeResult(
         metadata={
             "keys": summary.keys,

@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from engramrag.catalog.connection import catalog_reader
-from engramrag.decisions.store import DecisionsStore, Verdict
+from engramrag.decisions.store import MERGE, SUPERSESSION, DecisionsStore, Verdict
 from engramrag.extract.textutil import normalise_label
 from engramrag.metrics.lifecycle import (
     LifecycleMetrics,
@@ -30,6 +30,8 @@ from engramrag.metrics.lifecycle import (
     load_prices,
     read_lifecycle_metrics,
 )
+from engramrag.resolve.queue import merge_queue
+from engramrag.revise.queue import supersession_queue
 from engramrag.revise.supersession import decision_key
 from engramrag.store import DEFAULT_HOME, Home
 
@@ -112,17 +114,19 @@ def _stamp(path: Path) -> tuple[int, int]:
 # --- The review pages: who decides, what they decide on, and what the catalog says about a document. ---------
 
 OPERATOR_KEY = "engram_operator"
+OPERATOR_ENV = "ENGRAM_OPERATOR"
 CONFIRMATION_KEY = "engram_review_confirmation"
 NEXT_BUILD = "It takes effect at the next build (`engram build`, or the decisions sensor when Dagster is running)."
 NEIGHBOURHOOD_LIMIT = 25
 
 
 def default_operator() -> str:
-    """The login name, so that a verdict names a person without anyone typing it; empty when there is none."""
+    """ENGRAM_OPERATOR, else the login name (as `engram review decide --by` defaults), so that a verdict names a
+    person without anyone typing it; empty when neither is known."""
     try:
-        return getpass.getuser()
+        return os.environ.get(OPERATOR_ENV) or getpass.getuser()
     except (OSError, KeyError):
-        return os.environ.get("USER", "")
+        return ""
 
 
 def operator_input() -> str:
@@ -133,7 +137,7 @@ def operator_input() -> str:
         st.session_state[OPERATOR_KEY] = default_operator()
     name = st.sidebar.text_input(
         "Your name", key=OPERATOR_KEY, persist_state="session",
-        help="Recorded with each verdict in the decisions store. Defaults to your login name.",
+        help=f"Recorded with each verdict in the decisions store. Defaults to {OPERATOR_ENV}, else your login name.",
     )
     return (name or "").strip()
 
@@ -176,6 +180,30 @@ def recent_verdicts(home: Home, topic: str, limit: int | None = 10) -> list[Verd
     """The newest current verdicts of a topic, newest first (what a reviewer may want to take back); all of
     them when ``limit`` is None."""
     return list(reversed(DecisionsStore.for_home(home).current(topic)))[:limit]
+
+
+def pending_merges(home: Home) -> pd.DataFrame:
+    """``merge_queue(home)``: pairs nobody decided, best first. Cached while neither the catalog nor any current
+    merge verdict changes, so typing in the filter or paging does not re-read and re-parse every candidate."""
+    return _cached_queue(MERGE, str(home.root), _stamp(home.catalog_path), _verdicts_key(home, MERGE))
+
+
+def supersession_proposals(home: Home) -> pd.DataFrame:
+    """``supersession_queue(home, include_decided=True)``: every proposal with its current verdict, cached alike."""
+    return _cached_queue(SUPERSESSION, str(home.root), _stamp(home.catalog_path), _verdicts_key(home, SUPERSESSION))
+
+
+def _verdicts_key(home: Home, topic: str) -> tuple[tuple[str, ...], ...]:
+    # The current verdicts themselves, not a revision counter: a replaced decisions file restarts its ids.
+    current = DecisionsStore.for_home(home).current(topic)
+    return tuple((v.left_key, v.right_key, v.verdict, v.decided_at) for v in current)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False, max_entries=16)
+def _cached_queue(topic: str, root: str, catalog_stamp: tuple[int, int], verdicts: tuple) -> pd.DataFrame:
+    # catalog_stamp and verdicts are only part of the cache key.
+    home = Home(Path(root))
+    return merge_queue(home) if topic == MERGE else supersession_queue(home, include_decided=True)
 
 
 def catalog_frame(home: Home, sql: str, parameters: Sequence[object] = (), needs: str | None = None) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from engramrag.catalog.connection import catalog_writer
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
-from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
+from engramrag.resolve.candidates import Candidate, CandidateConfig, comparable_kind, find_candidates
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -166,12 +166,8 @@ def _keys_and_kinds(mentions: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
         key = normalise_label(label)
         if key:
             kinds.setdefault(key, Counter())[kind] += 1
-    # The clusters' kind check compares what a key mostly is; Concept only when nothing more specific is known.
-    dominant = {
-        key: next((kind for kind, _ in counts.most_common() if kind != "Concept"), "Concept")
-        for key, counts in kinds.items()
-    }
-    return sorted(kinds), dominant
+    # The clusters' kind check compares keys as the candidates do (a note or link target is not yet a kind).
+    return sorted(kinds), {key: comparable_kind(counts) for key, counts in kinds.items()}
 
 
 def _key_vectors(home: Home, embedder: Embedder, mentions: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -184,14 +184,31 @@ def propose_supersessions(
     explicit = _explicit_edges(records, group)
     idf = _idf([record.subjects for record in records])
     proposals = []
-    for a in range(len(records)):
-        for b in range(a + 1, len(records)):
-            if group[a] == group[b]:
-                continue
-            proposal = _propose(records, a, b, explicit, idf, config)
-            if proposal is not None:
-                proposals.append(proposal)
+    for a, b in sorted(_pairs(records, explicit, config)):
+        if group[a] == group[b]:
+            continue
+        proposal = _propose(records, a, b, explicit, idf, config)
+        if proposal is not None:
+            proposals.append(proposal)
     return sorted(proposals, key=lambda p: (-p.score, p.earlier.key, p.later.key))
+
+
+def _pairs(
+    records: list[_Record], explicit: dict[tuple[int, int], tuple[bool, str]], config: SupersessionConfig
+) -> set[tuple[int, int]]:
+    """The pairs worth scoring: explicit ones, and those sharing a title word (a pair without an explicit field
+    needs a title similarity above zero). Every pair only when that minimum is zero."""
+    n = len(records)
+    if config.min_title_similarity <= 0:
+        return {(a, b) for a in range(n) for b in range(a + 1, n)}
+    pairs = {(min(a, b), max(a, b)) for a, b in explicit}
+    holders: dict[str, list[int]] = defaultdict(list)
+    for index, record in enumerate(records):
+        for word in record.title_words:
+            holders[word].append(index)
+    for members in holders.values():
+        pairs.update((members[x], members[y]) for x in range(len(members)) for y in range(x + 1, len(members)))
+    return pairs
 
 
 def proposals_frame(proposals: Iterable[SupersessionProposal]) -> pd.DataFrame:
@@ -272,7 +289,7 @@ def _records(
         if doc_id not in docs:
             continue
         path, text = docs[doc_id]
-        date = iso_date(str(row["decided_on"] or "")) if row.get("decided_on") else None
+        date = None if _missing(row.get("decided_on")) else iso_date(str(row["decided_on"]))
         key = decision_key(path, row["title"])
         if key in taken:  # the same title twice in one document: tell the records apart by date
             key = f"{key}@{date or entity_key}"
@@ -299,7 +316,7 @@ def _records(
             entity_key=entity_key,
             title=str(row["title"]),
             decided_on=date,
-            status=None if row.get("status") is None else str(row["status"]),
+            status=None if _missing(row.get("status")) else str(row["status"]),
             line_start=line_start,
             line_end=line_end,
             quote=quote,
@@ -512,6 +529,10 @@ def _weighted_jaccard(a: set[str], b: set[str], idf: dict[str, float]) -> float:
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
 
 
 def _strings(value: Any) -> list[str]:
