@@ -350,17 +350,30 @@ def _round(value: float | None, digits: int = 2) -> float | None:
 
 
 def refresh_index(home_dir: Path) -> dict[str, Any]:
+    """Bring a reused home up to the current pipeline: the resolution overlay (its automatic merges change the
+    graph), then the retrieval index (a no-op when nothing it is built from changed)."""
     from assets.partitions import BUCKET_COUNT
     from engramrag.embed.registry import make_embedder
+    from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
     from engramrag.retrieve.index_build import build_retrieval_index
     from engramrag.store import Home
     from engramrag.vault.config import VaultConfig
 
+    home, config = Home.at(home_dir), VaultConfig(bucket_count=BUCKET_COUNT)
     embedder = make_embedder(os.environ.get("ENGRAM_EMBEDDER", "hash"))
-    summary = build_retrieval_index(Home.at(home_dir), VaultConfig(bucket_count=BUCKET_COUNT), embedder)
+    candidates = refresh_candidates(home, config, embedder)
+    overlay, _ = refresh_overlay(home, config)
+    summary = build_retrieval_index(home, config, embedder)
     if summary.rebuilt:
-        note(f"[{home_dir.name}] retrieval index rebuilt in {summary.seconds:.1f} s (format or settings changed)")
-    return dataclasses.asdict(summary)
+        note(f"[{home_dir.name}] retrieval index rebuilt in {summary.seconds:.1f} s (format, settings or clusters "
+             f"changed); {overlay.clusters} clusters join {overlay.merged_keys} of {overlay.keys} entity keys")
+    return {
+        **dataclasses.asdict(summary),
+        "candidates": candidates.candidates,
+        "automatic_merges": candidates.automatic,
+        "clusters": overlay.clusters,
+        "merged_keys": overlay.merged_keys,
+    }
 
 
 def run_extractor(
