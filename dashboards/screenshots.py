@@ -37,6 +37,8 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrom
 # A page counts as drawn when no spinner or skeleton shows and its content stopped changing for this long.
 SETTLE_SECONDS = 1.5
 VIEWPORT_WIDTH = 1440
+MIN_VIEWPORT_HEIGHT = 800
+MARGIN = 40  # white space kept below the last element
 
 
 def free_port() -> int:
@@ -107,13 +109,27 @@ def _stop(server: subprocess.Popen) -> None:
         server.wait()
 
 
-# Streamlit scrolls inside its own containers, not the document, so the page height is read from them.
-CONTENT_HEIGHT = """() => Math.max(...[
-    document.querySelector('[data-testid="stMain"]'),
-    document.querySelector('[data-testid="stMainBlockContainer"]'),
-    document.querySelector('[data-testid="stAppViewContainer"]'),
-    document.body,
-].filter(Boolean).map(node => node.scrollHeight))"""
+# Where the page's content really ends, in page pixels. Streamlit scrolls inside its own containers, and their
+# scroll heights count what is hidden: a scrolled st.dataframe keeps an invisible scroller as tall as all its rows,
+# a collapsed expander or fixed-height st.code keeps its overflow, so the document ends 2,000-3,000 px below the
+# last thing shown. The layout boxes of the main block's top-level children (and of the sidebar's content) are
+# what is drawn; the lowest of their bottoms plus a margin is the height kept.
+CONTENT_BOTTOM = """(margin) => {
+    const scroller = document.querySelector('[data-testid="stMain"]');
+    const offset = scroller ? scroller.scrollTop : 0;
+    const bottoms = [];
+    const container = document.querySelector('[data-testid="stMainBlockContainer"]');
+    if (container) {
+        const block = container.querySelector('[data-testid="stVerticalBlock"]') || container;
+        for (const child of block.children) {
+            const box = child.getBoundingClientRect();
+            if (box.height > 0 && getComputedStyle(child).display !== 'none') bottoms.push(box.bottom + offset);
+        }
+    }
+    const sidebar = document.querySelector('[data-testid="stSidebarUserContent"]');
+    if (sidebar) bottoms.push(sidebar.getBoundingClientRect().bottom);
+    return bottoms.length ? Math.ceil(Math.max(...bottoms)) + margin : -1;
+}"""
 
 BUSY = """() => Boolean(document.querySelector(
     '[data-testid="stSpinner"], [data-testid="stSkeleton"], [data-testid="stAppSkeleton"]'
@@ -126,7 +142,7 @@ CONTENT = """() => { const main = document.querySelector('[data-testid="stMainBl
 def screenshot_pages(
     base_url: str, out: Path, pages: list[PageSpec], chromium: str | None, timeout_s: float = 90.0
 ) -> list[Path]:
-    """Open each page and save a full-height PNG of it; returns the files written."""
+    """Open each page and save a PNG of all its content, cut just below the last element; returns the files."""
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -140,15 +156,30 @@ def screenshot_pages(
                 # st.navigation serves its first page at the root: its own path answers "page not found".
                 page.goto(f"{base_url}/{'' if index == 0 else spec.url_path}", wait_until="domcontentloaded")
                 _wait_until_drawn(page, timeout_s)
-                height = int(page.evaluate(CONTENT_HEIGHT))
-                page.set_viewport_size({"width": VIEWPORT_WIDTH, "height": max(height + 40, 800)})
-                _wait_until_drawn(page, timeout_s)
+                height = _fit_viewport(page, timeout_s)
                 target = out / f"{spec.url_path}.png"
-                page.screenshot(path=str(target), full_page=True)
+                page.screenshot(path=str(target), clip={"x": 0, "y": 0, "width": VIEWPORT_WIDTH, "height": height})
                 written.append(target)
         finally:
             browser.close()
     return written
+
+
+def _fit_viewport(page, timeout_s: float) -> int:
+    """Grow the viewport until it holds the whole content (Streamlit scrolls inside the page, so a full-page
+    screenshot alone would show one screen) and return the content height. Re-measured after each resize, since
+    a page may lay out differently in a taller window; a few rounds settle it."""
+    height = int(page.evaluate(CONTENT_BOTTOM, MARGIN))
+    for _ in range(4):
+        if height <= 0:
+            raise RuntimeError(f"{page.url}: no content to measure")
+        page.set_viewport_size({"width": VIEWPORT_WIDTH, "height": max(height, MIN_VIEWPORT_HEIGHT)})
+        _wait_until_drawn(page, timeout_s)
+        measured = int(page.evaluate(CONTENT_BOTTOM, MARGIN))
+        if measured == height:
+            break
+        height = measured
+    return height
 
 
 def _wait_until_drawn(page, timeout_s: float) -> None:

@@ -17,13 +17,16 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from assets.partitions import BUCKET_COUNT
 from dashboards.screenshots import find_chromium, streamlit_server
 from dashboards.stores import OPERATOR_KEY, neighbourhood
 from engramrag.decisions.store import MERGE, SUPERSESSION, DecisionsStore
 from engramrag.extract.textutil import normalise_label
+from engramrag.lifecycle.resolution import refresh_overlay
 from engramrag.resolve.queue import merge_queue
 from engramrag.revise.queue import supersession_queue
 from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
 from pipelines.build import run_build
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -173,6 +176,24 @@ def test_merge_page_filters_and_flags_automatic_merges(home: Home, monkeypatch: 
 
 
 def test_merge_page_evidence_side_by_side_and_blocked_joins(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A person's distinct between two members of an automatic cluster of three or more: the overlay must refuse
+    # at least one join (through the third member) and list it.
+    rows = sql(home, "SELECT entity_key, cluster_key FROM entity_clusters")
+    clusters = pd.DataFrame(rows, columns=["key", "cluster"])
+    sizes = clusters["cluster"].value_counts()
+    members = sorted(clusters[clusters["cluster"] == sizes.index[0]]["key"])
+    assert len(members) >= 3
+    store = DecisionsStore.for_home(home)
+    store.decide(MERGE, members[0], members[-1], "distinct", REVIEWER)
+    refresh_overlay(home, VaultConfig(bucket_count=BUCKET_COUNT))
+    try:
+        check_evidence_and_blocked_joins(home, monkeypatch)
+    finally:
+        store.undo(MERGE, members[0], members[-1], REVIEWER)
+        refresh_overlay(home, VaultConfig(bucket_count=BUCKET_COUNT))
+
+
+def check_evidence_and_blocked_joins(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
     queue = merge_queue(home)
     app = open_page(monkeypatch, home.root, MERGES)
     first = queue.iloc[0]
@@ -187,7 +208,7 @@ def test_merge_page_evidence_side_by_side_and_blocked_joins(home: Home, monkeypa
             first[f"{side}_label"].casefold(), first[f"{side}_key"].casefold()
         }
     blocked = sql(home, "SELECT count(*) FROM resolution_blocked")[0][0]
-    assert blocked > 0, "the example vault has joins the overlay refuses (a Person and its Document page)"
+    assert blocked > 0, "the overlay refused no join despite a distinct inside an automatic cluster"
     expanders = [expander.label for expander in app.expander]
     assert f"Blocked merges and conflicts ({blocked})" in expanders
     table = app.expander[expanders.index(f"Blocked merges and conflicts ({blocked})")].dataframe[0].value

@@ -33,6 +33,8 @@ def test_checks_pass_after_a_clean_build(lifecycle: Lifecycle):
         "quads_belong_to_live_documents": True,
         "statements_name_document_and_extractor": True,
         "analysis_graphs_hold_no_author_assertions": True,
+        "clusters_respect_distinct_verdicts": True,
+        "overlay_names_existing_entities": True,
     }
 
 
