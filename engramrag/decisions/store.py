@@ -98,8 +98,60 @@ def _v1_verdicts(connection: sqlite3.Connection) -> None:
     connection.execute("CREATE INDEX verdicts_by_pair ON verdicts (topic, left_key, right_key, id)")
 
 
+def _v2_agent_confirmations(connection: sqlite3.Connection) -> None:
+    """Agent write confirmations (one row binds arguments, destination, domain, window, operator) and the
+    checkpoints taken before each agent write; the window columns are nullable so a row without one reads
+    "unknown" instead of a default."""
+    connection.execute(
+        """
+        CREATE TABLE agent_confirmations (
+            id TEXT PRIMARY KEY,
+            tool TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            arguments_text TEXT NOT NULL CHECK (json_valid(arguments_text)),
+            arguments_hash TEXT NOT NULL,
+            vault_id TEXT NOT NULL,
+            relative_path TEXT NOT NULL,
+            real_path TEXT NOT NULL,
+            prior_state TEXT NOT NULL,
+            domain TEXT NOT NULL CHECK (json_valid(domain)),
+            issued_at TEXT,
+            expires_at TEXT,
+            policy_version TEXT,
+            summary TEXT NOT NULL DEFAULT '',
+            diff TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'refused', 'executed')),
+            operator TEXT,
+            decided_at TEXT,
+            executed_at TEXT,
+            written_state TEXT,
+            checkpoint_id TEXT,
+            last_refusal TEXT,
+            last_refusal_at TEXT,
+            CHECK ((operator IS NULL) = (decided_at IS NULL))
+        )
+        """
+    )
+    connection.execute(
+        """
+        CREATE TABLE agent_checkpoints (
+            id TEXT PRIMARY KEY,
+            confirmation_id TEXT REFERENCES agent_confirmations(id),
+            vault_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            files TEXT NOT NULL CHECK (json_valid(files)),
+            rewound_at TEXT,
+            rewound_by TEXT,
+            rewind_forced INTEGER,
+            CHECK ((rewound_at IS NULL) = (rewound_by IS NULL))
+        )
+        """
+    )
+
+
 # MIGRATIONS[n] upgrades a file at user_version n to n + 1. Append only; never edit a shipped migration.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_verdicts,)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_verdicts, _v2_agent_confirmations)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = (

@@ -1,0 +1,170 @@
+"""Where an agent write lands: resolved, hashed, and written without ever following a symlink.
+
+A confirmation binds the destination as well as the arguments: the same approved arguments pointed at a
+swapped symlink, a replaced file or a path outside the vault would write somewhere the person never saw. So
+the destination is resolved to a vault identity, a real path and the file's state (its content hash, or
+"absent") when the confirmation is issued, resolved again at execution, and any difference refuses. Every
+path component is opened relative to its parent with ``O_NOFOLLOW``, so a symlink anywhere on the way is
+refused rather than followed, even one swapped in after the check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+
+from engramrag.agent.confirmations import Refused
+from engramrag.vault.config import VaultConfig
+
+ABSENT = "absent"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A resolved write target; ``state`` is ``blake2b:<hex>`` of the file's bytes or ``absent``."""
+
+    vault_id: str
+    relative_path: str
+    real_path: str
+    state: str
+
+    def as_row(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def bytes_state(data: bytes | None) -> str:
+    """The state string of some file content (None: the file does not exist)."""
+    if data is None:
+        return ABSENT
+    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def vault_identity(vault: str | os.PathLike[str]) -> str:
+    """The vault's real path plus its device and inode: a different folder at the same path is another vault."""
+    root = Path(vault).resolve()
+    info = root.stat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise Refused("destination", f"{root} is not a folder; point --vault at the vault's folder.")
+    return f"{root}@{info.st_dev}:{info.st_ino}"
+
+
+def relative_parts(path: str, config: VaultConfig | None = None) -> tuple[str, ...]:
+    """The path's components inside the vault, or Refused when it could leave it or is not a Markdown note."""
+    config = config or VaultConfig()
+    if not isinstance(path, str) or not path.strip() or "\x00" in path or "\\" in path:
+        raise Refused("destination", f"{path!r} is not a usable vault path; give a relative path like notes/x.md.")
+    pure = PurePosixPath(path)
+    if pure.is_absolute():
+        raise Refused("destination", f"{path} is absolute; agent writes take a path relative to the vault.")
+    parts = tuple(part for part in pure.parts if part != ".")
+    if not parts or any(part == ".." for part in parts):
+        raise Refused("destination", f"{path} climbs out with '..'; give a path inside the vault.")
+    if any(part.startswith(".") for part in parts):
+        raise Refused("destination", f"{path} goes through a hidden entry; agents write only visible notes.")
+    if not parts[-1].endswith(tuple(config.suffixes)):
+        raise Refused("destination", f"{path} is not a Markdown note ({', '.join(config.suffixes)}).")
+    return parts
+
+
+def resolve(vault: str | os.PathLike[str], path: str, config: VaultConfig | None = None) -> Destination:
+    """Resolve ``path`` inside ``vault`` now: refused if it escapes, passes a symlink, or is not a regular file."""
+    parts = relative_parts(path, config)
+    root = Path(vault).resolve()
+    data = read_bytes(root, parts)
+    return Destination(vault_identity(root), "/".join(parts), str(root.joinpath(*parts)), bytes_state(data))
+
+
+def read_bytes(root: Path, parts: tuple[str, ...]) -> bytes | None:
+    """The file's bytes (None when it or a parent folder is absent), never through a symlink."""
+    with _parent(root, parts, create=False) as directory:
+        if directory is None:
+            return None
+        try:
+            descriptor = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=directory)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise _symlink_refusal(parts, error) from error
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise Refused("destination", f"{'/'.join(parts)} is not a regular file; agents write only notes.")
+            return handle.read()
+
+
+def write_bytes(root: Path, parts: tuple[str, ...], data: bytes) -> None:
+    """Replace the file atomically (temporary file, fsync, rename), creating missing folders, no symlinks."""
+    with _parent(root, parts, create=True) as directory:
+        temporary = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=directory)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, parts[-1], src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+        os.fsync(directory)
+
+
+def delete(root: Path, parts: tuple[str, ...]) -> None:
+    """Remove the file (a rewind of a file the agent created); absent already is fine."""
+    with _parent(root, parts, create=False) as directory:
+        if directory is None:
+            return
+        try:
+            os.unlink(parts[-1], dir_fd=directory)
+        except FileNotFoundError:
+            return
+
+
+@contextmanager
+def _parent(root: Path, parts: tuple[str, ...], create: bool) -> Iterator[int | None]:
+    """A descriptor of the file's folder, reached one component at a time with O_NOFOLLOW."""
+    opened = [os.open(root, _DIR_FLAGS)]
+    try:
+        for part in parts[:-1]:
+            try:
+                opened.append(os.open(part, _DIR_FLAGS, dir_fd=opened[-1]))
+            except FileNotFoundError:
+                if not create:
+                    yield None
+                    return
+                os.mkdir(part, 0o755, dir_fd=opened[-1])
+                opened.append(os.open(part, _DIR_FLAGS, dir_fd=opened[-1]))
+            except OSError as error:
+                raise _symlink_refusal(parts, error) from error
+        yield opened[-1]
+    finally:
+        for descriptor in reversed(opened):
+            os.close(descriptor)
+
+
+def _symlink_refusal(parts: tuple[str, ...], error: OSError) -> Refused:
+    return Refused(
+        "destination",
+        f"{'/'.join(parts)} passes through a symlink or a non-folder ({error.strerror}); agent writes never follow "
+        "links. Replace the link with the real file or folder, or write to the real path.",
+    )
+
+
+__all__ = [
+    "ABSENT",
+    "Destination",
+    "bytes_state",
+    "delete",
+    "read_bytes",
+    "relative_parts",
+    "resolve",
+    "vault_identity",
+    "write_bytes",
+]
