@@ -81,6 +81,17 @@ def configured_prices() -> Prices:
     return load_prices(path) if path else {}
 
 
+def page_header(title: str) -> tuple[Path, Home | None]:
+    """Every page's top: its title, the home it reads, and the "nothing built" message (then None)."""
+    st.title(title)
+    path = current_home_dir()
+    st.caption(f"Home: `{path}`")
+    home = existing_home(path)
+    if home is None:
+        st.info(nothing_built_message(path))
+    return path, home
+
+
 def nothing_built_message(path: Path) -> str:
     return (
         f"Nothing is built in `{path}` yet. Run `engram build --vault VAULT --home {path}` "

@@ -9,10 +9,9 @@ import streamlit as st
 
 from dashboards.stores import (
     PRICES_ENV,
-    current_home_dir,
-    existing_home,
     lifecycle_metrics,
     nothing_built_message,
+    page_header,
 )
 from engramrag.metrics.lifecycle import LifecycleMetrics
 from engramrag.store import StoreBusy
@@ -24,12 +23,8 @@ TOP_DOCUMENTS = 20
 
 
 def render() -> None:
-    st.title("Lifecycle costs")
-    path = current_home_dir()
-    st.caption(f"Home: `{path}`")
-    home = existing_home(path)
+    path, home = page_header("Lifecycle costs")
     if home is None:
-        st.info(nothing_built_message(path))
         return
     try:
         with st.spinner(f"Reading the catalog of {path} (waits while a build is writing it)…"):

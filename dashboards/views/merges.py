@@ -18,11 +18,10 @@ from dashboards.stores import (
     NEXT_BUILD,
     blocked_merges,
     confirm,
-    current_home_dir,
     escape_markdown,
-    existing_home,
     nothing_built_message,
     operator_input,
+    page_header,
     pending_merges,
     recent_verdicts,
     record_verdict,
@@ -55,12 +54,8 @@ MARK = "background: rgba(255, 196, 0, 0.45); padding: 0 2px; border-radius: 3px"
 
 
 def render() -> None:
-    st.title("Merge queue")
-    path = current_home_dir()
-    st.caption(f"Home: `{path}`")
-    home = existing_home(path)
+    path, home = page_header("Merge queue")
     if home is None:
-        st.info(nothing_built_message(path))
         return
     operator = operator_input()
     show_confirmation()

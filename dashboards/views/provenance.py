@@ -16,13 +16,12 @@ from dashboards.stores import (
     NEIGHBOURHOOD_LIMIT,
     DocumentProvenance,
     Neighbourhood,
-    current_home_dir,
     document_index,
     document_provenance,
     entity_neighbourhood,
     escape_markdown,
-    existing_home,
     nothing_built_message,
+    page_header,
 )
 from engramrag.store import Home, StoreBusy
 
@@ -38,12 +37,8 @@ SPAN_MARK = "background: rgba(255, 196, 0, 0.55); border-radius: 2px"
 
 
 def render() -> None:
-    st.title("Provenance explorer")
-    path = current_home_dir()
-    st.caption(f"Home: `{path}`")
-    home = existing_home(path)
+    path, home = page_header("Provenance explorer")
     if home is None:
-        st.info(nothing_built_message(path))
         return
     try:
         documents = document_index(home)

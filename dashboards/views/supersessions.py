@@ -16,12 +16,11 @@ import streamlit as st
 from dashboards.stores import (
     NEXT_BUILD,
     confirm,
-    current_home_dir,
     dated_decisions,
     escape_markdown,
-    existing_home,
     nothing_built_message,
     operator_input,
+    page_header,
     recent_verdicts,
     record_verdict,
     show_confirmation,
@@ -40,12 +39,8 @@ STATUS_COLOURS = {"accepted": "#dbeafe", "superseded": "#e5e7eb", "deprecated": 
 
 
 def render() -> None:
-    st.title("Supersession queue")
-    path = current_home_dir()
-    st.caption(f"Home: `{path}`")
-    home = existing_home(path)
+    path, home = page_header("Supersession queue")
     if home is None:
-        st.info(nothing_built_message(path))
         return
     operator = operator_input()
     show_confirmation()
