@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -18,6 +20,20 @@ from pipelines.checks import provenance_checks, resolution_checks
 from pipelines.jobs import LIFECYCLE_ASSETS
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
+
+
+# `run_build` (like `engram build`) writes these into os.environ for Dagster's resources.
+BUILD_ENVIRONMENT = ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME")
+
+
+@contextmanager
+def build_environment() -> Iterator[None]:
+    """Around `run_build` in a module fixture: puts the environment back afterwards, so one module's home does
+    not become the next module's default."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in BUILD_ENVIRONMENT:
+            patch.setenv(name, "")
+        yield
 
 
 @pytest.fixture

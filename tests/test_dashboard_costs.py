@@ -15,6 +15,7 @@ from dashboards.screenshots import find_chromium, screenshot_pages, streamlit_se
 from dashboards.stores import HOME_KEY, default_home_dir
 from engramrag.store import Home
 from pipelines.build import run_build
+from tests.conftest import build_environment
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 APP = REPOSITORY / "dashboards" / "app.py"
@@ -28,9 +29,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
     root = tmp_path_factory.mktemp("dashboard")
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME"):
-            patch.setenv(name, "")
+    with build_environment():
         home = Home.at(root / "home")
         assert run_build(home, vault).success
         with open(vault / "projects" / "falcon.md", "a", encoding="utf-8") as handle:

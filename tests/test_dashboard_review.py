@@ -28,6 +28,7 @@ from engramrag.revise.queue import supersession_queue
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from pipelines.build import run_build
+from tests.conftest import build_environment
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 APP = REPOSITORY / "dashboards" / "app.py"
@@ -64,9 +65,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     (vault / "adr" / "0006-dagster-orchestration-schedules.md").write_text(SAME_DAY_ADR, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME"):
-            patch.setenv(name, "")
+    with build_environment():
         home = Home.at(root / "home")
         assert run_build(home, vault).success
         yield home

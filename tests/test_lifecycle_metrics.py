@@ -22,6 +22,7 @@ from engramrag.metrics import (
 )
 from engramrag.store import Home
 from pipelines.build import run_build
+from tests.conftest import build_environment
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
 EDITED = "projects/falcon.md"
@@ -35,10 +36,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Home, Path
     root = tmp_path_factory.mktemp("metrics")
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
-    with pytest.MonkeyPatch.context() as patch:
-        # run_build writes these into os.environ; setting them first makes the patch restore them afterwards.
-        for name in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME"):
-            patch.setenv(name, "")
+    with build_environment():
         home = Home.at(root / "home")
         first = run_build(home, vault)
         assert first.success, first.errors

@@ -34,6 +34,7 @@ from engramrag.resolve.judge import JudgeConfig, LLMJudge, make_judge, parse_ver
 from engramrag.resolve.kinds import compatible
 from engramrag.store import Home
 from pipelines.build import run_build
+from tests.conftest import build_environment
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
 COLUMNS = ["doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line"]
@@ -45,9 +46,7 @@ def vault_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataF
     root = tmp_path_factory.mktemp("candidates")
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME"):
-            patch.setenv(name, "")
+    with build_environment():
         home = Home.at(root / "home")
         assert run_build(home, vault).success
     connection = duckdb.connect(str(home.catalog_path), read_only=True)

@@ -27,6 +27,7 @@ from engramrag.revise.supersession import (
 )
 from engramrag.store import Home
 from pipelines.build import run_build
+from tests.conftest import build_environment
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
 ADR_DUCKDB = "adr/0002-use-duckdb-for-the-catalog.md"
@@ -38,9 +39,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Home, dict[str, pd.
     root = tmp_path_factory.mktemp("supersession")
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME"):
-            patch.setenv(name, "")
+    with build_environment():
         home = Home.at(root / "home")
         assert run_build(home, vault).success
     connection = duckdb.connect(str(home.catalog_path), read_only=True)
