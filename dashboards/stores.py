@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.connection import catalog_reader, has_table
 from engramrag.decisions.store import MERGE, SUPERSESSION, DecisionsStore, Verdict
 from engramrag.extract.textutil import normalise_label
 from engramrag.metrics.lifecycle import (
@@ -223,9 +223,7 @@ def catalog_frame(home: Home, sql: str, parameters: Sequence[object] = (), needs
     with catalog_reader(home) as catalog:
         if catalog is None:
             return pd.DataFrame()
-        if needs and not catalog.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [needs]
-        ).fetchone()[0]:
+        if needs and not has_table(catalog, needs):
             return pd.DataFrame()
         return catalog.execute(sql, list(parameters)).df()
 

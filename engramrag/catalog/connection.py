@@ -42,6 +42,13 @@ def catalog_reader(home: Home) -> Iterator[duckdb.DuckDBPyConnection | None]:
             connection.close()
 
 
+def has_table(catalog: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the catalog has the table (one written by a later step, or a catalog from before it existed)."""
+    return bool(
+        catalog.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0]
+    )
+
+
 def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
     # Every statement is CREATE ... IF NOT EXISTS, so a catalog from before a new table gains it here.
     connection.execute(TABLES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.connection import catalog_reader, has_table
 from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.lifecycle.scan import scan_vault
 from engramrag.store import Home
@@ -101,9 +101,7 @@ def _pending(home: Home, extractor: str) -> list[tuple[str, int]]:
 
 def _unembedded(home: Home, embedder: str) -> list[tuple[str, int]]:
     with catalog_reader(home) as catalog:
-        if catalog is None or not catalog.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'embedded_documents'"
-        ).fetchone()[0]:
+        if catalog is None or not has_table(catalog, "embedded_documents"):
             return []
         return catalog.execute(
             """

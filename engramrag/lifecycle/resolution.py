@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, has_table
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
@@ -190,13 +190,7 @@ def _automatic_pairs(catalog: duckdb.DuckDBPyConnection) -> list[tuple[str, str,
         for left, right, score in catalog.execute(
             "SELECT left_key, right_key, score FROM resolution_candidates WHERE auto_merge AND NOT vetoed"
         ).fetchall()
-    ] if _has_table(catalog, "resolution_candidates") else []
-
-
-def _has_table(catalog: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(
-        catalog.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0]
-    )
+    ] if has_table(catalog, "resolution_candidates") else []
 
 
 def _candidate_rows(candidates: list[Candidate], verdicts: dict[tuple[str, str], tuple[str, str]]) -> pd.DataFrame:

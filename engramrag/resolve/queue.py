@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.connection import catalog_reader, has_table
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.store import Home
 
@@ -16,12 +16,12 @@ def merge_queue(home: Home, include_decided: bool = False, include_vetoed: bool 
     empty when undecided) and, when the overlay refused it, why (``blocked``). Without ``include_decided`` only
     pairs nobody decided are listed; ``auto_merge`` marks those the machine merges unless someone objects."""
     with catalog_reader(home) as catalog:
-        if catalog is None or not _has(catalog, "resolution_candidates"):
+        if catalog is None or not has_table(catalog, "resolution_candidates"):
             return pd.DataFrame()
         frame = catalog.execute("SELECT * FROM resolution_candidates ORDER BY score DESC, left_key, right_key").df()
         blocked = (
             catalog.execute("SELECT left_key, right_key, reason FROM resolution_blocked").df()
-            if _has(catalog, "resolution_blocked")
+            if has_table(catalog, "resolution_blocked")
             else pd.DataFrame(columns=["left_key", "right_key", "reason"])
         )
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(MERGE)}
@@ -41,9 +41,3 @@ def merge_queue(home: Home, include_decided: bool = False, include_vetoed: bool 
 
 def _pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:
     return list(zip(frame["left_key"], frame["right_key"], strict=True))
-
-
-def _has(catalog, table: str) -> bool:
-    return bool(
-        catalog.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
-    )

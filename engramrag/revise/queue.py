@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.connection import catalog_reader, has_table
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.store import Home
 
@@ -12,9 +12,7 @@ from engramrag.store import Home
 def supersession_queue(home: Home, include_decided: bool = False) -> pd.DataFrame:
     """Proposals, best first, with their current verdict (accept / reject; empty when undecided)."""
     with catalog_reader(home) as catalog:
-        if catalog is None or not catalog.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'supersession_candidates'"
-        ).fetchone()[0]:
+        if catalog is None or not has_table(catalog, "supersession_candidates"):
             return pd.DataFrame()
         frame = catalog.execute(
             "SELECT * FROM supersession_candidates ORDER BY score DESC, earlier_key, later_key"
