@@ -12,6 +12,9 @@ import warnings
 from pathlib import Path
 
 from engramrag.store import Home, StoreBusy
+from pipelines.agent_cli import add_commands as add_agent_commands
+from pipelines.cli_options import home_option as _home
+from pipelines.cli_options import operator_option as _operator
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,25 +116,14 @@ def _parser() -> argparse.ArgumentParser:
     history.set_defaults(handler=_review_history)
     review.set_defaults(handler=lambda _args: (review.print_help(), 2)[1])
 
+    add_agent_commands(commands)
+
     dev = commands.add_parser("dev", help="Open the Dagster UI on this home's instance (dagster dev).")
     _home(dev)
     dev.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT", "examples/vault"))
     dev.add_argument("--port", default="3000")
     dev.set_defaults(handler=_dev)
     return parser
-
-
-def _operator(parser: argparse.ArgumentParser) -> None:
-    import getpass
-
-    parser.add_argument(
-        "--by", default=os.environ.get("ENGRAM_OPERATOR") or getpass.getuser(),
-        help="Who decides (default: ENGRAM_OPERATOR or the login name).",
-    )
-
-
-def _home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", default=os.environ.get("ENGRAM_HOME", ".engram"), help="Home folder of the stores.")
 
 
 def _build(args: argparse.Namespace) -> int:
