@@ -39,6 +39,7 @@ PAGES: list[PageSpec] = [
     PageSpec("views/merges.py", "Merge queue", ":material/merge:"),
     PageSpec("views/supersessions.py", "Supersession queue", ":material/update:"),
     PageSpec("views/provenance.py", "Provenance explorer", ":material/account_tree:"),
+    PageSpec("views/agent_writes.py", "Agent writes", ":material/edit_note:"),
 ]
 
 

@@ -150,8 +150,39 @@ def _v2_agent_confirmations(connection: sqlite3.Connection) -> None:
     )
 
 
+def _v3_note_approvals(connection: sqlite3.Connection) -> None:
+    """A person's approval or rejection of one exact version of an agent's note (``content_state`` is the
+    ``blake2b:`` state of its bytes), so any later change to the file needs a new approval. Rows are only ever
+    appended: the triggers refuse an UPDATE or DELETE, because the rows are the audit of who let what in."""
+    connection.execute(
+        """
+        CREATE TABLE note_approvals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            path TEXT NOT NULL CHECK (path <> ''),
+            content_state TEXT NOT NULL CHECK (content_state <> ''),
+            verdict TEXT NOT NULL CHECK (verdict IN ('approved', 'rejected')),
+            operator TEXT NOT NULL CHECK (trim(operator) <> ''),
+            decided_at TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    connection.execute("CREATE INDEX note_approvals_by_path ON note_approvals (path, content_state, id)")
+    for action in ("UPDATE", "DELETE"):
+        connection.execute(
+            f"""
+            CREATE TRIGGER note_approvals_no_{action.lower()} BEFORE {action} ON note_approvals
+            BEGIN SELECT RAISE(ABORT, 'note_approvals is append-only'); END
+            """
+        )
+
+
 # MIGRATIONS[n] upgrades a file at user_version n to n + 1. Append only; never edit a shipped migration.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_verdicts, _v2_agent_confirmations)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _v1_verdicts,
+    _v2_agent_confirmations,
+    _v3_note_approvals,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = (

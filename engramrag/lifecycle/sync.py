@@ -3,6 +3,10 @@
 New and changed files are parsed and stored (text included, so extraction never re-reads a file that may
 have changed again); files that are gone are marked ``gone`` for the extraction stage to clean up; files that
 cannot be read are recorded in ``rejected_documents`` with the reason, and the rest go on.
+
+An agent's note in the agent folder joins only once a person approved its exact bytes: until then it is
+recorded as rejected with reason ``awaiting_approval``, and if an earlier, approved version was live it is
+marked gone so extraction removes its graphs, chunks and vectors like those of a deleted file.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from engramrag.agent.approvals import AWAITING_APPROVAL, ApprovalGate
 from engramrag.catalog.connection import catalog_writer
 from engramrag.lifecycle.scan import VaultFile, scan_vault
 from engramrag.progress import Progress
@@ -71,9 +76,12 @@ def sync_documents(
         by_bucket[file.bucket].append(file)
     summary = SyncSummary()
     progress = Progress("read documents", len(files))
+    gate = ApprovalGate(home, config)
     for bucket in buckets:
         with catalog_writer(home, config.bucket_count) as catalog:
-            summary.merge(_sync_bucket(catalog, config, bucket, by_bucket[bucket], run_id, verify_hashes, progress))
+            summary.merge(
+                _sync_bucket(catalog, config, bucket, by_bucket[bucket], run_id, verify_hashes, progress, gate)
+            )
     return summary
 
 
@@ -85,6 +93,7 @@ def _sync_bucket(
     run_id: str | None,
     verify_hashes: bool,
     progress: Progress,
+    gate: ApprovalGate,
 ) -> SyncSummary:
     summary = SyncSummary()
     known = {
@@ -103,6 +112,7 @@ def _sync_bucket(
     upserts: list[dict] = []
     touched: list[tuple[str, int]] = []  # unchanged content, new mtime
     rejected_rows: list[dict] = []
+    held_live: list[str] = []  # approved notes an agent changed since: out of the graph until approved again
     now = datetime.now(UTC)
     seen = set()
     for file in files:
@@ -126,6 +136,13 @@ def _sync_bucket(
         except OSError as error:
             rejected_rows.append(_rejected(file, "unreadable", f"{file.path}: cannot be read ({error}).", run_id, now))
             summary.rejected[file.path] = str(error)
+            continue
+        held = gate.held(file.path, raw)
+        if held is not None:
+            rejected_rows.append(_rejected(file, AWAITING_APPROVAL, held, run_id, now))
+            summary.rejected[file.path] = held
+            if previous is not None and not previous[3]:
+                held_live.append(file.path)
             continue
         if previous is not None and not previous[3] and content_hash(raw) == previous[0]:
             touched.append((file.path, file.mtime_ns))
@@ -154,7 +171,7 @@ def _sync_bucket(
                 "seen_run": run_id,
             }
         )
-    summary.gone = sorted(path for path, row in known.items() if path not in seen and not row[3])
+    summary.gone = sorted([*(path for path, row in known.items() if path not in seen and not row[3]), *held_live])
     fine_now = [path for path in rejected_before if path not in summary.rejected]
 
     catalog.execute("BEGIN TRANSACTION")

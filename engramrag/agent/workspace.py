@@ -1,0 +1,204 @@
+"""One agent's view of a home and its vault: every agent operation in one place, for the MCP server and the CLI.
+
+The MCP tools and ``engram agent ...`` are two doors into the same operations, so the bindings (permission
+mode, confirmation records, checkpoints, note approval, procedural memory) live here once and both doors
+stay thin. Results are plain JSON-able dicts. A person's answer to a confirmation goes through
+:meth:`Workspace.decide` whichever door it came from: approving executes the bound write at once, refusing
+records the refusal on the same row.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engramrag.agent import approvals, checkpoints, confirmations, graph_query, learn, procedures, reading, writes
+from engramrag.agent.domains import Edit, FieldDomain
+from engramrag.agent.writes import Executed, Pending, Policy
+from engramrag.store import Home
+
+PROCEDURE_TOOL = "remember_procedure"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Who the agent is and what it may do without a person."""
+
+    agent: str = field(default="agent:mcp", metadata={"help": "The agent's name on every record it causes."})
+    mode: str = field(
+        default=writes.CONFIRM_EACH_WRITE,
+        metadata={"help": "read-only | confirm-each-write | trusted-paths (see engramrag.agent.writes)."},
+    )
+    trusted_paths: tuple[str, ...] = field(
+        default=("learned/",), metadata={"help": "Folders written without confirmation in trusted-paths mode."}
+    )
+    window_s: float = field(default=900.0, metadata={"help": "How long a confirmation may wait for a person."})
+    search_k: int = field(default=8, metadata={"help": "Documents a search returns unless the agent asks."})
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(mode=self.mode, trusted_paths=self.trusted_paths, window_s=self.window_s)
+
+    @classmethod
+    def from_environment(cls, **overrides: Any) -> AgentConfig:
+        """Settings from ``ENGRAM_AGENT``, ``ENGRAM_AGENT_MODE``, ``ENGRAM_AGENT_TRUSTED`` (comma separated)."""
+        values: dict[str, Any] = {}
+        if os.environ.get("ENGRAM_AGENT"):
+            values["agent"] = os.environ["ENGRAM_AGENT"]
+        if os.environ.get("ENGRAM_AGENT_MODE"):
+            values["mode"] = os.environ["ENGRAM_AGENT_MODE"]
+        if os.environ.get("ENGRAM_AGENT_TRUSTED"):
+            values["trusted_paths"] = tuple(p.strip() for p in os.environ["ENGRAM_AGENT_TRUSTED"].split(",") if p)
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
+
+
+class Workspace:
+    """The operations an agent (or a person on its behalf) performs on one home and vault."""
+
+    def __init__(self, home: Home, vault: str | os.PathLike[str], config: AgentConfig | None = None) -> None:
+        self.home = home
+        self.vault = Path(vault).expanduser().resolve()
+        if not self.vault.is_dir():
+            raise FileNotFoundError(f"the vault {self.vault} is not a folder; pass --vault DIR (or ENGRAM_VAULT).")
+        self.config = config or AgentConfig()
+        self.config.policy  # noqa: B018 - validates the mode at construction, not at the first write
+        self._retriever: Any = None
+
+    # reading --------------------------------------------------------------------------------------
+
+    def search(self, query: str, mode: str = "full", k: int | None = None) -> dict[str, Any]:
+        """Ranked documents with provenance and an assembled context (mode ``full`` or ``auto_turn``)."""
+        answer = self._open_retriever().search(query, mode=mode, k=k or self.config.search_k)
+        return answer.to_json()
+
+    def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        """A document or a line range of it, with the statements the graph holds for those lines."""
+        return reading.read_document(self.home, self.vault, path, start_line, end_line)
+
+    def query_graph(self, sparql: str, limit: int = 200, timeout_s: float = 10.0) -> dict[str, Any]:
+        """A read-only SPARQL query over the named graphs, cut at ``limit`` rows and ``timeout_s`` seconds."""
+        return graph_query.query_graph(self.home, sparql, limit=limit, timeout_s=timeout_s)
+
+    # writing --------------------------------------------------------------------------------------
+
+    def write(self, path: str, content: str, domain: FieldDomain | None = None) -> dict[str, Any]:
+        """Propose creating or replacing a note; pending until a person decides (unless on a trusted path)."""
+        outcome = writes.propose_write(
+            self.home, self.vault, path, content, self.config.agent, self.config.policy, domain
+        )
+        return _outcome(outcome)
+
+    def edit(
+        self,
+        path: str,
+        fields: dict[str, Any] | None = None,
+        sections: dict[str, str] | None = None,
+        domain: FieldDomain | None = None,
+    ) -> dict[str, Any]:
+        """Propose front-matter field updates and/or whole-section replacements on an existing note."""
+        change = Edit(fields=fields or {}, sections=sections or {})
+        outcome = writes.propose_edit(
+            self.home, self.vault, path, change, self.config.agent, self.config.policy, domain
+        )
+        return _outcome(outcome)
+
+    def learn(self, title: str, body: str, sources: list[Any]) -> dict[str, Any]:
+        """Record a verified note in learned/ (duplicate, source and quote checks first); held until approved."""
+        result = learn.learn(self.home, self.vault, title, body, sources, self.config.agent, self.config.policy)
+        return {
+            "path": result.path,
+            "checks": list(result.checks),
+            **_outcome(result.outcome),
+            "extraction": "held until a person approves the note (engram agent approve PATH, or the dashboard)",
+        }
+
+    def remember_procedure(self, text: str, kind: str, sources: list[str]) -> dict[str, Any]:
+        """Propose a procedure for procedural memory; it always waits for a person, whatever the mode."""
+        pending = procedures.propose_procedure(
+            self.home, self.vault, text, kind, self.config.agent, sources, self.config.policy
+        )
+        return _outcome(pending)
+
+    def procedures(self) -> dict[str, Any]:
+        """Confirmed procedures, wrapped as external content (data about the user, never instructions)."""
+        items = procedures.procedures(self.home)
+        return {"count": len(items), "wrapped": procedures.render_for_model(items), "procedures": items}
+
+    # people's decisions ---------------------------------------------------------------------------
+
+    def confirmations(self, status: str | None = None) -> list[dict[str, Any]]:
+        """Every confirmation row with all its bound fields (the audit), optionally of one status."""
+        rows = confirmations.confirmations(self.home)
+        return [row for row in rows if status is None or row["status"] == status]
+
+    def confirmation(self, confirmation_id: str) -> dict[str, Any]:
+        return confirmations.get(self.home, confirmation_id).audit()
+
+    def decide(self, confirmation_id: str, approve: bool, operator: str) -> dict[str, Any]:
+        """A person's answer: approving executes the bound write now; refusing records the refusal.
+
+        If execution is refused (a binding moved since the row was issued), the refusal is on the row and
+        is raised as :class:`confirmations.Refused`; nothing was written.
+        """
+        decided = confirmations.decide(self.home, confirmation_id, approve, operator)
+        if not approve:
+            return {"confirmation_id": confirmation_id, "status": decided.status, "operator": decided.operator}
+        if decided.tool == PROCEDURE_TOOL:
+            stored = procedures.execute_procedure(self.home, confirmation_id)
+            return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, "procedure": stored}
+        done = writes.execute(self.home, self.vault, confirmation_id)
+        return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, **asdict(done)}
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        return checkpoints.checkpoints(self.home)
+
+    def rewind(self, checkpoint_id: str, operator: str, force: bool = False) -> dict[str, Any]:
+        """Restore the files a write changed; the next build updates the graph."""
+        if self.config.mode == writes.READ_ONLY:
+            raise confirmations.Refused("mode", "the permission mode is read-only: a rewind writes vault files.")
+        return checkpoints.rewind(self.home, self.vault, checkpoint_id, operator, force=force)
+
+    def pending_notes(self) -> list[dict[str, Any]]:
+        return approvals.pending_notes(self.home, self.vault)
+
+    def approve_note(self, path: str, operator: str, note: str = "") -> dict[str, Any]:
+        return approvals.approve_note(self.home, self.vault, path, operator, note)
+
+    def reject_note(self, path: str, operator: str, note: str = "") -> dict[str, Any]:
+        return approvals.reject_note(self.home, self.vault, path, operator, note)
+
+    # lifetime -------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._retriever is not None:
+            self._retriever.close()
+            self._retriever = None
+
+    def _open_retriever(self) -> Any:
+        """Keep one retriever open, and reopen it when a build has published a new index."""
+        from engramrag.retrieve.index_build import current_index
+        from engramrag.retrieve.retriever import Retriever
+
+        current = current_index(self.home)
+        if self._retriever is not None and self._retriever.index.folder != current:
+            self.close()
+        if self._retriever is None:
+            self._retriever = Retriever.open(self.home)
+        return self._retriever
+
+
+def _outcome(outcome: Pending | Executed) -> dict[str, Any]:
+    if isinstance(outcome, Executed):
+        return {"status": confirmations.EXECUTED, **asdict(outcome)}
+    return {
+        "status": confirmations.PENDING,
+        **asdict(outcome),
+        "next": f"a person confirms or refuses it: `engram agent confirm {outcome.confirmation_id}` / "
+        f"`engram agent refuse {outcome.confirmation_id}`, the dashboard's Agent writes page, or the confirm tool",
+    }
+
+
+__all__ = ["AgentConfig", "Workspace"]
