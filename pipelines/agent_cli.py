@@ -133,7 +133,10 @@ def _tool_commands(actions: Any) -> None:
     edit = actions.add_parser("edit", help="Propose front-matter and section changes (pending confirmation).")
     edit.add_argument("path")
     edit.add_argument("--field", action="append", default=[], metavar="NAME=YAML", help="Set a front-matter field.")
-    edit.add_argument("--section", action="append", default=[], metavar="HEADING=TEXT|@FILE", help="Replace a section.")
+    edit.add_argument(
+        "--section", action="append", default=[], metavar="HEADING=TEXT|@FILE",
+        help="Replace the text under a heading (the heading stays).",
+    )
     _tool(edit, lambda ws, a: ws.edit(a.path, _fields(a.field), _sections(a.section)))
 
     learn = actions.add_parser("learn", help="Record a verified note in learned/ (held until approved).")
@@ -155,6 +158,7 @@ def _tool(parser: argparse.ArgumentParser, operation: Any) -> None:
     _home(parser)
     _vault(parser)
     _agent_settings(parser)
+    parser.add_argument("--json", action="store_true", help="Accepted for symmetry: the tools always print JSON.")
     parser.set_defaults(handler=lambda args: _run_tool(args, operation))
 
 

@@ -201,6 +201,37 @@ def check_window(confirmation: Confirmation, now: datetime) -> None:
         )
 
 
+def check_status(row: Confirmation) -> None:
+    """Refuse unless the row is approved and unspent: single use, and only a person's yes lets it run."""
+    if row.status == EXECUTED:
+        raise Refused("single-use", f"confirmation {row.id} was already used at {row.executed_at}; it is single use.")
+    if row.status == REFUSED:
+        raise Refused("decision", f"confirmation {row.id} was refused by {row.operator} at {row.decided_at}.")
+    if row.status != APPROVED:
+        raise Refused("decision", f"confirmation {row.id} is still pending; a person must decide it first.")
+
+
+def check_spendable(row: Confirmation, now: datetime, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The bound arguments, once the row is approved, unspent, inside its window and its arguments unchanged.
+
+    ``arguments`` is the call as the agent makes it again at execution; when given it must hash to the bound
+    arguments, and the refusal names the arguments that differ.
+    """
+    check_status(row)
+    check_window(row, now)
+    if canonical_arguments(row.arguments)[1] != row.arguments_hash:
+        raise Refused("arguments", f"the arguments stored on {row.id} no longer match their hash; do not use it.")
+    if arguments is not None and canonical_arguments(arguments)[1] != row.arguments_hash:
+        every = row.arguments.keys() | arguments.keys()
+        changed = sorted(key for key in every if row.arguments.get(key) != arguments.get(key))
+        raise Refused(
+            "arguments",
+            f"the call differs from what {row.id} confirmed (changed: {', '.join(changed)}); propose the changed "
+            "call for a new confirmation.",
+        )
+    return row.arguments
+
+
 def get(home: Home, confirmation_id: str) -> Confirmation:
     """The row, or Refused("unknown-confirmation") when there is none."""
     with DecisionsStore.for_home(home)._connection() as connection:

@@ -252,7 +252,7 @@ def _child_main(sender: Connection, quads_path: str, sparql: str, limit: int) ->
         sender.send(("ready",))
         try:
             # QuadStore.query takes no options; the union default graph and prefixes need the store's own call.
-            result = store._store.query(sparql, use_default_graph_as_union=True, prefixes=PREFIXES)
+            result = store.query(sparql, use_default_graph_as_union=True, prefixes=PREFIXES)
             if isinstance(result, ox.QueryBoolean):
                 sender.send(("boolean", bool(result)))
             elif isinstance(result, ox.QuerySolutions):

@@ -22,9 +22,8 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,13 +32,13 @@ from typing import Any
 from engramrag.agent import confirmations, destinations, writes
 from engramrag.agent.confirmations import Refused, Window
 from engramrag.agent.injection import found_in_vault, looks_like_instruction, render_for_model
+from engramrag.decisions.sqlite_file import SqliteFile
 from engramrag.store import Home
 
 TOOL = "remember_procedure"
 KINDS = ("preference", "project", "practice")
 USER_SOURCE = "user"
 MAX_TEXT_CHARS = 2000
-BUSY_TIMEOUT_S = 30.0
 _COLUMNS = (
     "id, kind, text, agent, sources, confirmation_id, confirmed_by, confirmed_at, recorded_at, retired_at, retired_by"
 )
@@ -168,9 +167,7 @@ def _execute(home: Home, confirmation_id: str, arguments: Mapping[str, Any] | No
     row = confirmations.get(home, confirmation_id)
     if row.tool != TOOL:
         raise Refused("tool", f"{row.id} confirms a {row.tool}, not {TOOL}; execute it with writes.execute.")
-    _check_status(row)
-    confirmations.check_window(row, moment)
-    bound = _checked_arguments(row, arguments)
+    bound = confirmations.check_spendable(row, moment, arguments)
     try:
         text, kind, sources = _validated(bound.get("text"), bound.get("kind"), bound.get("sources"))
     except ValueError as error:
@@ -180,7 +177,7 @@ def _execute(home: Home, confirmation_id: str, arguments: Mapping[str, Any] | No
         if getattr(row, name) != expected:
             raise Refused("destination", f"{row.id} bound {name} {getattr(row, name)}, which is now {expected}.")
     with confirmations.write_transaction(home) as decisions, _write(home) as connection:
-        _check_status(confirmations.row_in(decisions, row.id))
+        confirmations.check_status(confirmations.row_in(decisions, row.id))
         state = _state(connection, pid)
         if state != row.prior_state:
             raise Refused(
@@ -210,28 +207,6 @@ def _execute(home: Home, confirmation_id: str, arguments: Mapping[str, Any] | No
             ),
         ).fetchone()
     return _as_dict(stored)
-
-
-def _checked_arguments(row: confirmations.Confirmation, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    if confirmations.canonical_arguments(row.arguments)[1] != row.arguments_hash:
-        raise Refused("arguments", f"the arguments stored on {row.id} no longer match their hash; do not use it.")
-    if arguments is not None and confirmations.canonical_arguments(arguments)[1] != row.arguments_hash:
-        changed = sorted(k for k in row.arguments.keys() | arguments.keys() if row.arguments.get(k) != arguments.get(k))
-        raise Refused(
-            "arguments",
-            f"the call differs from what {row.id} confirmed (changed: {', '.join(changed)}); propose the changed "
-            "procedure for a new confirmation.",
-        )
-    return row.arguments
-
-
-def _check_status(row: confirmations.Confirmation) -> None:
-    if row.status == confirmations.EXECUTED:
-        raise Refused("single-use", f"confirmation {row.id} was already used at {row.executed_at}; it is single use.")
-    if row.status == confirmations.REFUSED:
-        raise Refused("decision", f"confirmation {row.id} was refused by {row.operator} at {row.decided_at}.")
-    if row.status != confirmations.APPROVED:
-        raise Refused("decision", f"confirmation {row.id} is still pending; a person must decide it first.")
 
 
 def _validated(text: Any, kind: Any, sources: Any) -> tuple[str, str, list[str]]:
@@ -343,67 +318,16 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_procedures,)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-@contextmanager
-def _connection(home: Home) -> Iterator[sqlite3.Connection]:
-    path = store_path(home)
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    try:
-        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        if connection.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            _migrate(connection, path)
-        yield connection
-    except sqlite3.DatabaseError as error:
-        if getattr(error, "sqlite_errorcode", None) not in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
-            raise
-        raise ProceduresStoreError(
-            f"{path} is not a usable SQLite database ({error}). It holds what people confirmed and is never "
-            "rebuilt, so do not delete it: move it aside (`sqlite3 FILE .recover` can salvage its rows)."
-        ) from error
-    finally:
-        connection.close()
+def _connection(home: Home) -> AbstractContextManager[sqlite3.Connection]:
+    return _file(home).connection()
 
 
-@contextmanager
-def _write(home: Home) -> Iterator[sqlite3.Connection]:
-    with _connection(home) as connection:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield connection
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
+def _write(home: Home) -> AbstractContextManager[sqlite3.Connection]:
+    return _file(home).write()
 
 
-def _migrate(connection: sqlite3.Connection, path: Path) -> None:
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:  # a new file's switch to WAL reports "locked" rather than waiting when another process races it
-        try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            break
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    if str(mode).lower() != "wal":
-        raise ProceduresStoreError(f"{path}: SQLite could not switch to WAL mode ({mode!r}); use a local folder.")
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise ProceduresStoreError(
-                f"{path} has schema version {version}, newer than the {SCHEMA_VERSION} this EngramRAG knows; "
-                "upgrade EngramRAG before opening it."
-            )
-        for number in range(version, SCHEMA_VERSION):
-            MIGRATIONS[number](connection)
-            connection.execute(f"PRAGMA user_version = {number + 1}")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+def _file(home: Home) -> SqliteFile:
+    return SqliteFile(store_path(home), MIGRATIONS, "procedures store", ProceduresStoreError)
 
 
 __all__ = [

@@ -173,20 +173,9 @@ def _execute(
     home: Home, root: Path, confirmation_id: str, arguments: Mapping[str, Any] | None, moment: datetime
 ) -> Executed:
     row = confirmations.get(home, confirmation_id)
-    _check_status(row)
-    confirmations.check_window(row, moment)
-    _, rehashed = confirmations.canonical_arguments(row.arguments)
-    if rehashed != row.arguments_hash:
-        raise Refused("arguments", f"the arguments stored on {row.id} no longer match their hash; do not use it.")
-    if arguments is not None and confirmations.canonical_arguments(arguments)[1] != row.arguments_hash:
-        every = row.arguments.keys() | arguments.keys()
-        changed = sorted(key for key in every if row.arguments.get(key) != arguments.get(key))
-        raise Refused(
-            "arguments",
-            f"the call differs from what {row.id} confirmed (changed: {', '.join(changed)}); propose the changed "
-            "write for a new confirmation.",
-        )
-    bound = row.arguments
+    if row.tool not in ("write", "edit"):
+        raise Refused("tool", f"{row.id} confirms a {row.tool}, not a note write; it is executed by its own tool.")
+    bound = confirmations.check_spendable(row, moment, arguments)
     destination = destinations.resolve(root, bound["path"])
     for name, now_value in destination.as_row().items():
         then_value = getattr(row, "prior_state" if name == "state" else name)
@@ -202,22 +191,13 @@ def _execute(
     FieldDomain.from_row(json.loads(row.domain)).check(*_changes(prior, new), destination.relative_path)
     written = destinations.bytes_state(new)
     with confirmations.write_transaction(home) as connection:
-        _check_status(confirmations.row_in(connection, row.id))
+        confirmations.check_status(confirmations.row_in(connection, row.id))
         checkpoint_id = checkpoints.record(
             connection, home, destination.vault_id, row.id, [(destination.relative_path, prior, written)], moment
         )
         confirmations.mark_executed(connection, row.id, written, checkpoint_id, moment)
         destinations.write_bytes(root, parts, new)
     return Executed(row.id, destination.relative_path, checkpoint_id, written, row.operator or "")
-
-
-def _check_status(row: confirmations.Confirmation) -> None:
-    if row.status == confirmations.EXECUTED:
-        raise Refused("single-use", f"confirmation {row.id} was already used at {row.executed_at}; it is single use.")
-    if row.status == confirmations.REFUSED:
-        raise Refused("decision", f"confirmation {row.id} was refused by {row.operator} at {row.decided_at}.")
-    if row.status != confirmations.APPROVED:
-        raise Refused("decision", f"confirmation {row.id} is still pending; a person must decide it first.")
 
 
 def _render(arguments: Mapping[str, Any], prior: bytes | None) -> bytes:

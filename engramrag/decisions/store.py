@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+from engramrag.decisions.sqlite_file import DEFAULT_BUSY_TIMEOUT_S, SqliteFile
 from engramrag.store import Home
 
 MERGE = "merge"
@@ -38,9 +37,6 @@ TOPICS: dict[str, tuple[str, ...]] = {MERGE: MERGE_VERDICTS, SUPERSESSION: SUPER
 
 # "A broader than B" asked as (B, A) is stored as "B narrower than A" on the canonical pair.
 _FLIPPED = {"broader": "narrower", "narrower": "broader"}
-_SQLITE_NOTADB = 26
-_SQLITE_CORRUPT = 11
-DEFAULT_BUSY_TIMEOUT_S = 30.0
 
 
 class DecisionsStoreError(RuntimeError):
@@ -197,10 +193,8 @@ class DecisionsStore:
     """
 
     def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
-        self.path = Path(path)
-        self.busy_timeout_s = busy_timeout_s
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._initialise()
+        self._file = SqliteFile(path, MIGRATIONS, "decisions store", DecisionsStoreError, busy_timeout_s)
+        self.path = self._file.path
 
     @classmethod
     def for_home(cls, home: Home, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> DecisionsStore:
@@ -300,78 +294,15 @@ class DecisionsStore:
             rows = connection.execute(f"SELECT {_COLUMNS} FROM verdicts WHERE {where} ORDER BY id", parameters)
             return [_verdict(row) for row in rows.fetchall()]
 
-    def _initialise(self) -> None:
-        with self._connection() as connection:
-            self._enable_wal(connection)
-            with _immediate(connection):
-                version = connection.execute("PRAGMA user_version").fetchone()[0]
-                if version > SCHEMA_VERSION:
-                    raise DecisionsStoreError(
-                        f"{self.path}: this decisions store has schema version {version}, newer than the "
-                        f"{SCHEMA_VERSION} this EngramRAG knows; upgrade EngramRAG before opening it."
-                    )
-                for number in range(version, SCHEMA_VERSION):
-                    MIGRATIONS[number](connection)
-                    connection.execute(f"PRAGMA user_version = {number + 1}")
-
-    def _enable_wal(self, connection: sqlite3.Connection) -> None:
-        # Switching a new file to WAL needs a moment of exclusive access; another process creating the same
-        # file at the same time makes this report "locked" instead of waiting, so wait here.
-        deadline = time.monotonic() + self.busy_timeout_s
-        while True:
-            try:
-                mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        if str(mode).lower() != "wal":
-            raise DecisionsStoreError(
-                f"{self.path}: SQLite could not switch this file to WAL mode (it reports {mode!r}); keep the "
-                "home folder on a local file system, where concurrent readers and writers are safe."
-            )
-
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            connection = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
-        except sqlite3.Error as error:
-            raise DecisionsStoreError(f"{self.path}: cannot open the decisions store: {error}") from error
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute("PRAGMA foreign_keys = ON")
+        with self._file.connection() as connection:
             yield connection
-        except sqlite3.DatabaseError as error:
-            if getattr(error, "sqlite_errorcode", None) not in (_SQLITE_NOTADB, _SQLITE_CORRUPT):
-                raise
-            raise DecisionsStoreError(
-                f"{self.path} is not a usable SQLite database ({error}). It should hold what people decided "
-                "and is never rebuilt from the vault, so do not delete it: move it aside (if it is a damaged "
-                "decisions store, `sqlite3 FILE .recover` can salvage its rows), then open the store again "
-                "to start an empty one, or point --home / ENGRAM_HOME at the right folder."
-            ) from error
-        finally:
-            connection.close()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._connection() as connection, _immediate(connection):
+        with self._file.write() as connection:
             yield connection
-
-
-@contextmanager
-def _immediate(connection: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction that takes the write lock up front, so it never fails half-way on a lock upgrade."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
 
 
 def _current_row(connection: sqlite3.Connection, topic: str, left: str, right: str) -> Verdict | None:

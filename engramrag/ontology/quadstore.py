@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 from rdflib import Dataset, URIRef
@@ -104,8 +105,9 @@ class QuadStore:
     def quad_count(self) -> int:
         return len(self._store)
 
-    def query(self, sparql: str):
-        return self._store.query(sparql)
+    def query(self, sparql: str, **options: Any):
+        """A SPARQL query; ``options`` go to Oxigraph (``use_default_graph_as_union``, ``prefixes``…)."""
+        return self._store.query(sparql, **options)
 
     def export(self, output: Path | str, fmt: str, relative_path: str | None = None) -> int:
         """Write the dataset, or one document's graphs, as N-Quads or TriG. Returns the number of quads."""
