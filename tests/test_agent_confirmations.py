@@ -10,7 +10,7 @@ import pytest
 
 from engramrag.agent import confirmations
 from engramrag.agent.confirmations import Refused
-from engramrag.agent.domains import Edit, FieldDomain
+from engramrag.agent.domains import Edit, FieldDomain, apply_edit
 from engramrag.agent.writes import Executed, Pending, Policy, execute, propose_edit, propose_write
 from engramrag.store import Home
 
@@ -255,3 +255,10 @@ def test_audit_lists_every_bound_field_and_each_rows_own_window(home, vault):
     assert first["arguments"]["content"] == "a\n" and first["prior_state"] == "absent"
     legacy = rows["legacy"]
     assert (legacy["issued_at"], legacy["expires_at"], legacy["policy_version"]) == ("unknown",) * 3
+
+
+def test_a_field_edit_changes_only_that_line_of_the_front_matter():
+    text = "---\ntitle: Plan  # the working title\ntags: [a, b]\nstatus: draft\n---\n# Plan\n\nBody.\n"
+    assert apply_edit(text, Edit(fields={"status": "done"}), "p.md") == text.replace("draft", "done")
+    removed = apply_edit(text, Edit(fields={"tags": None, "owner": "kim"}), "p.md")
+    assert removed == "---\ntitle: Plan  # the working title\nstatus: draft\nowner: kim\n---\n# Plan\n\nBody.\n"

@@ -122,7 +122,7 @@ def test_refusals_name_the_check_and_write_nothing(home, vault, tmp_path):
 
 def test_duplicate_title_against_a_held_learned_note_offers_it(home, vault):
     first = learn_trusted(home, vault, "Orion gateway latency")
-    for similar in ("orion  Gateway latency.", "Orion gateway latencies"):
+    for similar in ("orion  Gateway latency.", "Orion gateway latencies", "Orion gateway latency (p95, May load test)"):
         with pytest.raises(LearnRefused) as refused:
             learn_trusted(home, vault, similar)
         assert refused.value.check == "duplicate-title"
@@ -131,6 +131,7 @@ def test_duplicate_title_against_a_held_learned_note_offers_it(home, vault):
         ]
         assert first.path in str(refused.value)
     assert learn_trusted(home, vault, "Beta deployment calendar").path == "learned/beta-deployment-calendar.md"
+    assert learn_trusted(home, vault, "Orion gateway").path == "learned/orion-gateway.md"  # two words: too little
 
 
 def test_slugs_keep_hangul_fall_back_to_a_hash_and_never_overwrite(home, vault):

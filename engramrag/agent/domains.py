@@ -9,11 +9,14 @@ as if the refused part had been approved. Cross-field rules ("B only when A") ar
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
 
 from engramrag.agent.confirmations import Refused
 from engramrag.vault.markdown import FRONT_MATTER, HEADING, mask_code, normalised_text
@@ -89,7 +92,7 @@ def changed_parts(old: str | None, new: str) -> tuple[set[str], set[str]]:
 def apply_edit(text: str, edit: Edit, path: str) -> str:
     """The note with the edit applied; a section that does not exist is an error, never appended silently."""
     text = normalised_text(text)
-    front, body_start = _front_matter(text)
+    _, body_start = _front_matter(text)
     body = text[body_start:]
     if edit.sections:
         spans = {title: (start - body_start, end - body_start) for title, start, end in _sections(text, body_start)}
@@ -103,15 +106,33 @@ def apply_edit(text: str, edit: Edit, path: str) -> str:
                 content += "\n"
             body = body[:heading_end] + ("\n" if content.strip() else "") + content + body[end:]
     if edit.fields:
-        for name, value in edit.fields.items():
-            if value is None:
-                front.pop(name, None)
-            else:
-                front[name] = value
-        dumped = yaml.safe_dump(front, allow_unicode=True, sort_keys=False) if front else ""
-        header = f"---\n{dumped}---\n" if front else ""
-        return header + body
+        match = FRONT_MATTER.match(text)
+        dumped = _edited_front_matter(match.group(1) or "" if match else "", edit.fields)
+        return (f"---\n{dumped}---\n" if dumped.strip() else "") + body
     return text[:body_start] + body
+
+
+def _edited_front_matter(block: str, fields: Mapping[str, Any]) -> str:
+    """The front-matter block with ``fields`` set (None: removed), every other line as the person wrote it.
+
+    ruamel.yaml's round trip keeps comments, key order, quoting and flow lists (``tags: [a, b]``), so the
+    diff a person approves shows only the fields that change.
+    """
+    document = YAML(typ="rt")
+    document.preserve_quotes = True
+    document.width = 4096
+    loaded = document.load(block) if block.strip() else None
+    data = loaded if isinstance(loaded, CommentedMap) else CommentedMap()
+    for name, value in fields.items():
+        if value is None:
+            data.pop(name, None)
+        else:
+            data[name] = value
+    if not data:
+        return ""
+    stream = io.StringIO()
+    document.dump(data, stream)
+    return stream.getvalue()
 
 
 def _front_matter(text: str) -> tuple[dict[str, Any], int]:

@@ -36,6 +36,7 @@ from engramrag.vault.errors import DocumentRejected
 from engramrag.vault.markdown import normalised_text, parse_document
 
 SIMILAR_RATIO = 0.85
+MIN_CONTAINED_WORDS = 3
 MAX_TITLE_CHARS = 200
 MAX_SLUG_CHARS = 60
 CHECKS = ("title", "body", "agent", "duplicate-title", "source", "quote")
@@ -126,8 +127,10 @@ def similar_notes(
 ) -> list[dict[str, str]]:
     """Live catalog documents, agent notes and pending learns whose title is similar to ``title``.
 
-    Similar means the same normalised label or a difflib ratio of at least ``SIMILAR_RATIO`` between the
-    normalised titles. Agent notes are read from the vault because held notes are not in the catalog.
+    Similar means the same normalised label, a difflib ratio of at least ``SIMILAR_RATIO`` between the
+    normalised titles, or every word of the shorter title (three words or more) inside the longer one, which
+    catches a title that adds a parenthesis or a subtitle. Agent notes are read from the vault because held
+    notes are not in the catalog.
     """
     config = config or VaultConfig()
     wanted = normalise_label(title)
@@ -136,10 +139,16 @@ def similar_notes(
         candidates.setdefault(entry["path"], dict(entry))
     found = []
     for entry in candidates.values():
-        other = normalise_label(entry["title"])
-        if other == wanted or difflib.SequenceMatcher(None, wanted, other).ratio() >= SIMILAR_RATIO:
+        if _similar_titles(wanted, normalise_label(entry["title"])):
             found.append(entry)
     return sorted(found, key=lambda entry: entry["path"])
+
+
+def _similar_titles(wanted: str, other: str) -> bool:
+    if other == wanted or difflib.SequenceMatcher(None, wanted, other).ratio() >= SIMILAR_RATIO:
+        return True
+    shorter, longer = sorted((set(_WORD.findall(wanted)), set(_WORD.findall(other))), key=len)
+    return len(shorter) >= MIN_CONTAINED_WORDS and shorter <= longer
 
 
 def slug(title: str, body: str = "") -> str:
