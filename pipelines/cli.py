@@ -15,13 +15,15 @@ from engramrag.store import Home, StoreBusy
 from pipelines.agent_cli import add_commands as add_agent_commands
 from pipelines.cli_options import home_option as _home
 from pipelines.cli_options import operator_option as _operator
+from pipelines.cost_cli import add_commands as add_cost_commands
+from pipelines.git_cli import add_git_commands
 
 
 def main(argv: list[str] | None = None) -> int:
     # Dagster flags the beta/preview parameters we use (single-run backfills, pools); users need not see that.
     warnings.filterwarnings("ignore", message=r".*is currently in (beta|preview)")
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_commit_review(list(sys.argv[1:] if argv is None else argv)))
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -33,6 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, LookupError, RuntimeError) as problem:
         print(f"engram: {problem}", file=sys.stderr)
         return 1
+
+
+REVIEW_ACTIONS = ("list", "decide", "undo", "history")
+
+
+def _commit_review(argv: list[str]) -> list[str]:
+    """`engram review COMMIT` asks the decision graph about a commit; `engram review ACTION` reviews verdicts."""
+    if len(argv) > 1 and argv[0] == "review" and argv[1] not in REVIEW_ACTIONS and not argv[1].startswith("-"):
+        return ["git", "review", *argv[1:]]
+    return argv
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--full", action="store_true", help="Run every bucket and re-hash every file.")
     build.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+    build.add_argument(
+        "--dry-run", action="store_true",
+        help="Estimate the segments, tokens and cost of what would be extracted; call and write nothing.",
+    )
     build.set_defaults(handler=_build)
 
     status = commands.add_parser("status", help="Documents, quads, statements, rejected files, last build.")
@@ -117,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     review.set_defaults(handler=lambda _args: (review.print_help(), 2)[1])
 
     add_agent_commands(commands)
+    add_git_commands(commands)
+    add_cost_commands(commands)
 
     dev = commands.add_parser("dev", help="Open the Dagster UI on this home's instance (dagster dev).")
     _home(dev)
@@ -127,6 +145,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        from pipelines.cost_cli import dry_run
+
+        return dry_run(args)
     if not args.vault:
         print("engram: pass --vault DIR (or set ENGRAM_VAULT).", file=sys.stderr)
         return 2

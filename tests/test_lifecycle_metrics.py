@@ -125,8 +125,11 @@ def test_tables_bundle_every_table_by_name(built) -> None:
     home, _, _ = built
     tables = read_lifecycle_metrics(home).tables()
     assert list(tables) == ["build_runs", "extraction_latency", "document_costs", "run_costs", "rebuild_times",
-                            "store_sizes", "failures"]
-    assert all(isinstance(frame, pd.DataFrame) and not frame.empty for frame in tables.values())
+                            "store_sizes", "failures", "llm_runs", "llm_documents"]
+    assert all(isinstance(frame, pd.DataFrame) for frame in tables.values())
+    model_tables = {"llm_runs", "llm_documents"}
+    assert all(not frame.empty for name, frame in tables.items() if name not in model_tables)
+    assert all(tables[name].empty for name in model_tables)  # rules extraction calls no model
 
 
 def test_model_prices_and_failed_attempts_on_a_copy_of_the_catalog(built, tmp_path: Path) -> None:

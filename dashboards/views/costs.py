@@ -16,6 +16,7 @@ from dashboards.stores import (
 from engramrag.metrics.lifecycle import LifecycleMetrics
 from engramrag.store import StoreBusy
 
+CALL_COLOURS = {"first tries": "#4c78a8", "retries": "#e45756", "cache hits": "#54a24b"}
 OUTCOME_COLOURS = {"extracted": "#4c78a8", "unchanged": "#bab0ac", "failed": "#e45756", "deleted": "#f58518"}
 MODE_COLOURS = {"full": "#4c78a8", "incremental": "#54a24b", "no change": "#bab0ac"}
 CHART_HEIGHT = 260
@@ -40,6 +41,7 @@ def render() -> None:
     _latency(metrics)
     _rebuild_times(metrics)
     _tokens_and_cost(metrics)
+    _model_calls(metrics)
     _store_sizes(metrics)
     _failures(metrics)
 
@@ -202,6 +204,67 @@ def _token_charts(metrics: LifecycleMetrics) -> None:
     left, right = st.columns(2)
     left.altair_chart(over_time, width="stretch")
     right.altair_chart(cost, width="stretch")
+
+
+def _model_calls(metrics: LifecycleMetrics) -> None:
+    """Only for homes where a model extracted: requests, retries and cache hits per build, and what each
+    document's calls cost. A home extracted by rules alone has no model calls and shows nothing here."""
+    runs, documents = metrics.llm_runs, metrics.llm_documents
+    if runs.empty:
+        return
+    st.subheader("Model calls")
+    st.caption(
+        "One call asks the model about one segment of a document; a retry is a repeated HTTP request of a call "
+        "(rate limit, server error, dropped connection, malformed reply); a cache hit is a segment answered from "
+        "the response cache, paid for in an earlier build. Tokens and cost count only what was paid in the build."
+    )
+    columns = st.columns(5)
+    columns[0].metric("Requests", f"{int(runs['requests'].sum()):,}")
+    columns[1].metric("Retries", f"{int(runs['retries'].sum()):,}")
+    columns[2].metric("Cache hits", f"{int(runs['cache_hits'].sum()):,}")
+    columns[3].metric("Failed documents", f"{int(runs['failed_documents'].sum()):,}")
+    known = not runs["cost_usd"].isna().any()
+    columns[4].metric("Model cost", f"${float(runs['cost_usd'].sum()):,.4f}" if known else "unknown",
+                      help=None if known else "; ".join(sorted(set(runs["cost_note"].dropna()))))
+    shown = _labelled(runs).assign(**{"first tries": lambda frame: frame["requests"] - frame["retries"],
+                                      "retries": lambda frame: frame["retries"],
+                                      "cache hits": lambda frame: frame["cache_hits"]})
+    long = shown.melt(id_vars=["label", "model", "finished"], value_vars=list(CALL_COLOURS), var_name="kind",
+                      value_name="count")
+    chart = alt.Chart(long).mark_bar().encode(
+        x=_run_axis("build (builds without model calls are not shown)"),
+        y=alt.Y("count:Q", title="requests and cache hits", stack=True),
+        color=alt.Color("kind:N", title=None, sort=list(CALL_COLOURS),
+                        scale=alt.Scale(domain=list(CALL_COLOURS), range=list(CALL_COLOURS.values()))),
+        tooltip=["label", "model", "kind", "count", "finished"],
+    ).properties(height=CHART_HEIGHT, title="Requests, retries and cache hits per build")
+    st.altair_chart(chart, width="stretch")
+    st.dataframe(
+        shown[["label", "model", "documents", "failed_documents", "calls", "requests", "retries", "cache_hits",
+               "tokens_in", "tokens_out", "p50_ms", "p95_ms", "cost_usd", "cost_note"]],
+        hide_index=True,
+        column_config={
+            "label": "build", "failed_documents": "failed", "cache_hits": "cache hits",
+            "p50_ms": st.column_config.NumberColumn("p50 ms", format="%.0f"),
+            "p95_ms": st.column_config.NumberColumn("p95 ms", format="%.0f"),
+            "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.5f"),
+            "cost_note": "how the cost was reached",
+        },
+    )
+    failed_first = _labelled(documents).assign(ok=lambda frame: frame["status"] != "failed").sort_values(
+        ["ok", "run", "path"], ascending=[True, False, True]
+    )
+    st.caption("Per document, failed extractions first, then the latest build first.")
+    st.dataframe(
+        failed_first[["label", "path", "status", "segments", "requests", "retries", "cache_hits", "tokens_in",
+                      "tokens_out", "cost_usd", "error"]],
+        hide_index=True,
+        column_config={
+            "label": "build", "cache_hits": "cache hits",
+            "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.6f"),
+            "error": st.column_config.TextColumn("why it failed", width="large"),
+        },
+    )
 
 
 def _store_sizes(metrics: LifecycleMetrics) -> None:

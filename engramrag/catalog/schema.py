@@ -1,6 +1,11 @@
-"""Catalog tables. Bump SCHEMA_VERSION with any change; an older catalog is migrated or rebuilt."""
+"""Catalog tables. Bump SCHEMA_VERSION with any change; an older catalog is migrated or rebuilt.
 
-SCHEMA_VERSION = 1
+Version 2 added ``llm_calls``. Every table is created with IF NOT EXISTS when a writer opens the catalog, so an
+older catalog gains the new tables there; the last statement then records the version it was brought to (only
+upwards, so an older program opening a newer catalog does not lower it).
+"""
+
+SCHEMA_VERSION = 2
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -151,6 +156,28 @@ CREATE TABLE IF NOT EXISTS supersessions (
     PRIMARY KEY (earlier_key, later_key)
 );
 
+-- One row per model call of an extraction (one segment of one document), paid or answered from the response
+-- cache, failed calls included: what tokens and money went where. ``requests`` counts the HTTP requests the call
+-- took (so retries = requests - 1); ``cached`` calls paid nothing in this run.
+CREATE TABLE IF NOT EXISTS llm_calls (
+    run_id VARCHAR,
+    doc_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    bucket INTEGER NOT NULL,
+    segment INTEGER NOT NULL,
+    segments INTEGER NOT NULL,
+    model VARCHAR,
+    prompt_version VARCHAR,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    requests INTEGER NOT NULL DEFAULT 0,
+    cached BOOLEAN NOT NULL DEFAULT FALSE,
+    status VARCHAR NOT NULL,
+    error VARCHAR,
+    latency_ms DOUBLE NOT NULL DEFAULT 0,
+    called_at TIMESTAMP NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS builds (
     run_id VARCHAR PRIMARY KEY,
     finished_at TIMESTAMP NOT NULL,
@@ -164,4 +191,11 @@ CREATE TABLE IF NOT EXISTS builds (
     quads BIGINT NOT NULL,
     statements BIGINT NOT NULL
 );
+"""
+
+# Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has
+# no meta rows yet (the connection writes them with SCHEMA_VERSION), so this changes nothing there.
+TABLES += f"""
+UPDATE meta SET value = '{SCHEMA_VERSION}'
+WHERE key = 'schema_version' AND TRY_CAST(value AS INTEGER) < {SCHEMA_VERSION};
 """

@@ -7,9 +7,12 @@ Identity across documents is decided later by resolution, never here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from engramrag.vault.document import Document, Span
+
+if TYPE_CHECKING:
+    from engramrag.extract.llm.calls import CallRecord
 
 # The eleven core kinds of DESIGN.md. Custom kinds from configuration are declared under one of these.
 CORE_KINDS: tuple[str, ...] = (
@@ -84,6 +87,7 @@ class Extraction:
     tokens_in: int = 0
     tokens_out: int = 0
     unlocated_quotes: int = 0
+    calls: list[CallRecord] = field(default_factory=list)  # model calls made for it (model extractors only)
 
 
 class Extractor(Protocol):

@@ -19,7 +19,12 @@ def make_extractor(name: str) -> Extractor:
         from engramrag.extract.replay import ReplayExtractor
 
         return ReplayExtractor(replay_file(name))
-    raise ValueError(f"unknown extractor {name!r}; available: rules, replay (or replay:/path/to/openie.json)")
+    if name == "openai":
+        from engramrag.extract.llm import LLMConfig, OpenAIExtractor, ResponseCache
+        from engramrag.store import Home
+
+        return OpenAIExtractor(LLMConfig.from_environment(), ResponseCache.for_home(Home.at()))
+    raise ValueError(f"unknown extractor {name!r}; available: rules, replay (or replay:/path/to/openie.json), openai")
 
 
 def replay_file(name: str) -> Path:

@@ -4,13 +4,23 @@ their named graphs, and remove the graphs and rows of documents that are gone.
 Order matters for a killed run: a document's quads are replaced first (one Oxigraph transaction), then its
 catalog rows in one DuckDB transaction per bucket. A run killed in between leaves the document marked as
 not yet extracted, so the next run extracts it again and replaces the same graphs; nothing is half-written.
+What a model extractor already paid for is not lost with the run: its response cache keeps every answer the
+moment it arrives, so the repeated extraction reads those answers instead of asking again.
+
+An extractor that waits on a server (``concurrency`` above 1) has several documents of a bucket extracted at
+once by a thread pool; parsing and extracting happen there, while building graphs and writing stay on the
+calling thread, in path order, exactly as with one worker. Every model call a document made, failed ones
+included, becomes an ``llm_calls`` row in the same bucket transaction as the document's other rows.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -38,6 +48,11 @@ class ExtractionSummary:
     quads_written: int = 0
     quads_removed: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    model_calls: int = 0  # llm_calls rows written: one per segment asked or answered from the cache
+    model_requests: int = 0  # HTTP requests those calls took, retries included
+    cache_hits: int = 0
+    tokens_in: int = 0  # paid in this run (cache hits excluded)
+    tokens_out: int = 0
 
     def merge(self, other: ExtractionSummary) -> None:
         self.extracted += other.extracted
@@ -46,6 +61,32 @@ class ExtractionSummary:
         self.quads_written += other.quads_written
         self.quads_removed += other.quads_removed
         self.latencies_ms += other.latencies_ms
+        self.model_calls += other.model_calls
+        self.model_requests += other.model_requests
+        self.cache_hits += other.cache_hits
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+
+    def count_calls(self, calls: Sequence[Any]) -> None:
+        self.model_calls += len(calls)
+        self.model_requests += sum(call.requests for call in calls)
+        self.cache_hits += sum(1 for call in calls if call.cached)
+        tokens_in, tokens_out = paid_tokens(calls)
+        self.tokens_in += tokens_in
+        self.tokens_out += tokens_out
+
+
+@dataclass
+class _Attempt:
+    """One pending document after parsing and extracting it (on whichever thread did that)."""
+
+    doc_id: str
+    path: str
+    document: Document | None
+    extraction: Extraction | None
+    error: Exception | None
+    seconds: float
+    calls: list[Any]
 
 
 def pending_counts(home: Home, config: VaultConfig, buckets: list[int], extractor: Extractor) -> int:
@@ -99,39 +140,99 @@ def _extract_bucket(
     rows: dict[str, list[dict]] = {table: [] for table in DERIVED_TABLES}
     done: list[dict] = []
     runs: list[dict] = []
+    calls: list[dict] = []
     written: list[tuple[str, DocumentGraphs]] = []
-    for doc_id, path, text, _ in pending:
+    for attempt in _attempts(extractor, config, pending):
         started = time.perf_counter()
-        try:
-            document = parse_document(text.encode("utf-8"), path, config)
-            extraction = extractor.extract(document)
-            graphs = build_document_graphs(document, extraction)
-        except Exception as error:  # one document's failure must not stop the bucket
-            latency = (time.perf_counter() - started) * 1000
-            summary.failed[path] = f"{type(error).__name__}: {error}"
-            runs.append(_run_row(run_id, doc_id, path, bucket, "failed", extractor, latency, None, 0, now,
-                                 summary.failed[path]))
+        graphs = None
+        error = attempt.error
+        if error is None:
+            try:
+                graphs = build_document_graphs(attempt.document, attempt.extraction)
+            except Exception as failure:  # one document's failure must not stop the bucket
+                error = failure
+        latency = (attempt.seconds + time.perf_counter() - started) * 1000
+        summary.count_calls(attempt.calls)
+        calls += _call_rows(run_id, attempt.doc_id, bucket, attempt.calls)
+        if error is not None:
+            summary.failed[attempt.path] = f"{type(error).__name__}: {error}"
+            runs.append(_run_row(run_id, attempt.doc_id, attempt.path, bucket, "failed", extractor, latency,
+                                 paid_tokens(attempt.calls), 0, now, summary.failed[attempt.path]))
             progress.advance()
             continue
-        latency = (time.perf_counter() - started) * 1000
-        written.append((path, graphs))
-        summary.extracted.append(path)
+        document, extraction = attempt.document, attempt.extraction
+        written.append((attempt.path, graphs))
+        summary.extracted.append(attempt.path)
         summary.quads_written += graphs.quad_count
         summary.latencies_ms.append(latency)
         _collect_rows(rows, document, extraction, current)
-        done.append({"doc_id": doc_id, "body_hash": document.body_hash, "extractor": current, "extracted_at": now,
-                     "quads": graphs.quad_count, "statements": len(extraction.statements),
+        done.append({"doc_id": attempt.doc_id, "body_hash": document.body_hash, "extractor": current,
+                     "extracted_at": now, "quads": graphs.quad_count, "statements": len(extraction.statements),
                      "entities": len(extraction.entities)})
-        runs.append(_run_row(run_id, doc_id, path, bucket, "ok", extractor, latency, extraction,
+        tokens = paid_tokens(attempt.calls) if attempt.calls else (extraction.tokens_in, extraction.tokens_out)
+        runs.append(_run_row(run_id, attempt.doc_id, attempt.path, bucket, "ok", extractor, latency, tokens,
                              graphs.quad_count, now, None))
         progress.advance()
 
     quads.replace_documents(written)
-    _write_bucket(catalog, gone, deletions, done, rows, runs)
+    _write_bucket(catalog, gone, deletions, done, rows, runs, calls)
     return summary
 
 
-def _write_bucket(catalog, gone, deletions, done, rows, runs) -> None:
+def extraction_workers(extractor: Extractor) -> int:
+    """How many documents the extractor may have in flight at once (its ``concurrency``, 1 when it has none)."""
+    try:
+        return max(1, int(getattr(extractor, "concurrency", 1) or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _attempts(extractor: Extractor, config: VaultConfig, pending: list[tuple]) -> Iterator[_Attempt]:
+    """Parse and extract every pending document, yielding the attempts in the order of ``pending`` (path
+    order). With more than one worker the documents are extracted at once; a run interrupted while waiting
+    cancels what has not started, and what finished is kept by the extractor's own cache."""
+    workers = min(extraction_workers(extractor), len(pending))
+    if workers <= 1:
+        for row in pending:
+            yield _attempt(extractor, config, row)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="engram-extract")
+    try:
+        yield from pool.map(lambda row: _attempt(extractor, config, row), pending)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _attempt(extractor: Extractor, config: VaultConfig, row: tuple) -> _Attempt:
+    doc_id, path, text, _ = row
+    started = time.perf_counter()
+    document = extraction = None
+    try:
+        document = parse_document(text.encode("utf-8"), path, config)
+        extraction = extractor.extract(document)
+    except Exception as error:  # one document's failure must not stop the bucket
+        made = list(getattr(error, "calls", None) or [])
+        return _Attempt(doc_id, path, document, None, error, time.perf_counter() - started, made)
+    made = list(getattr(extraction, "calls", None) or [])
+    return _Attempt(doc_id, path, document, extraction, None, time.perf_counter() - started, made)
+
+
+def paid_tokens(calls: Sequence[Any]) -> tuple[int, int]:
+    """Tokens in and out of the calls that were paid for now; a cache hit repeats an answer paid earlier."""
+    paid = [call for call in calls if not call.cached]
+    return sum(call.tokens_in for call in paid), sum(call.tokens_out for call in paid)
+
+
+def _call_rows(run_id: str | None, doc_id: str, bucket: int, calls: Sequence[Any]) -> list[dict]:
+    return [{"run_id": run_id, "doc_id": doc_id, "path": call.path, "bucket": bucket, "segment": call.segment,
+             "segments": call.segments, "model": call.model, "prompt_version": call.prompt_version,
+             "tokens_in": call.tokens_in, "tokens_out": call.tokens_out, "requests": call.requests,
+             "cached": bool(call.cached), "status": call.status, "error": call.error,
+             "latency_ms": float(call.latency_ms), "called_at": call.called_at}
+            for call in calls]
+
+
+def _write_bucket(catalog, gone, deletions, done, rows, runs, calls) -> None:
     touched_ids = [doc_id for doc_id, _ in gone] + [row["doc_id"] for row in done]
     catalog.execute("BEGIN TRANSACTION")
     try:
@@ -152,6 +253,7 @@ def _write_bucket(catalog, gone, deletions, done, rows, runs) -> None:
             catalog.unregister("extracted_now")
         _append(catalog, "deletions", deletions)
         _append(catalog, "extraction_runs", runs)
+        _append(catalog, "llm_calls", calls)
         catalog.execute("COMMIT")
     except BaseException:
         catalog.execute("ROLLBACK")
@@ -211,10 +313,9 @@ def _collect_rows(rows: dict[str, list[dict]], document: Document, extraction: E
                                   "superseded_by": list(decision.superseded_by)})
 
 
-def _run_row(run_id, doc_id, path, bucket, status, extractor, latency, extraction, quad_count, now, error) -> dict:
+def _run_row(run_id, doc_id, path, bucket, status, extractor, latency, tokens, quad_count, now, error) -> dict:
     return {"run_id": run_id, "doc_id": doc_id, "path": path, "bucket": bucket, "status": status,
             "extractor": extractor.name, "extractor_version": extractor.version,
             "model": getattr(extractor, "model", None), "latency_ms": latency,
-            "tokens_in": extraction.tokens_in if extraction else 0,
-            "tokens_out": extraction.tokens_out if extraction else 0,
+            "tokens_in": tokens[0], "tokens_out": tokens[1],
             "quads": quad_count, "error": error, "finished_at": now}

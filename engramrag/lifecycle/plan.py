@@ -14,6 +14,7 @@ from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.lifecycle.scan import scan_vault
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
+from engramrag.vault.converters import is_convertible, source_hash
 from engramrag.vault.ids import short_hash
 from engramrag.vault.markdown import content_hash
 
@@ -56,7 +57,7 @@ def plan_changes(
     for path, bucket in _unembedded(home, embedder) if embedder else []:
         plan.changes.setdefault(bucket, []).append(f"{path}:embedding")
     present = {file.path for file in files}
-    for path, (bucket, _, _, _) in manifest.items():
+    for path, (bucket, *_) in manifest.items():
         if path not in present:
             plan.changes.setdefault(bucket, []).append(f"{path}:deleted")
     for path, (bucket, _, _) in rejected.items():
@@ -78,10 +79,13 @@ def plan_changes(
             plan.changes.setdefault(file.bucket, []).append(f"{file.path}:new:{file.size_bytes}:{file.mtime_ns}")
             continue
         try:
-            digest = content_hash(file.absolute.read_bytes())
+            raw = file.absolute.read_bytes()
         except OSError:
-            digest = "unreadable"
-        if digest != known[1]:
+            raw = None
+        # a converted original is compared by its own bytes: its catalog text is the converted Markdown
+        convertible = is_convertible(file.path, config)
+        digest = "unreadable" if raw is None else source_hash(raw) if convertible else content_hash(raw)
+        if digest != (known[4] if convertible else known[1]):
             plan.changes.setdefault(file.bucket, []).append(f"{file.path}:{digest}")
     if plan.complete:
         plan.resume_after = ""
@@ -117,14 +121,18 @@ def _unembedded(home: Home, embedder: str) -> list[tuple[str, int]]:
         ).fetchall()
 
 
-def _manifest(home: Home) -> tuple[dict[str, tuple[int, str, int, int]], dict[str, tuple[int, int, int]]]:
+def _manifest(
+    home: Home,
+) -> tuple[dict[str, tuple[int, str, int, int, str | None]], dict[str, tuple[int, int, int]]]:
     with catalog_reader(home) as catalog:
         if catalog is None:
             return {}, {}
         documents = {
-            path: (bucket, body_hash, size, mtime)
-            for path, bucket, body_hash, size, mtime in catalog.execute(
-                "SELECT path, bucket, body_hash, size_bytes, mtime_ns FROM documents WHERE NOT gone"
+            path: (bucket, body_hash, size, mtime, original)
+            for path, bucket, body_hash, size, mtime, original in catalog.execute(
+                """SELECT path, bucket, body_hash, size_bytes, mtime_ns,
+                          json_extract_string(front_matter, '$.source_sha256')
+                   FROM documents WHERE NOT gone"""
             ).fetchall()
         }
         rejected = {

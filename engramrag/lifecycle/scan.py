@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engramrag.vault.config import VaultConfig
+from engramrag.vault.converters import is_convertible
 from engramrag.vault.ids import bucket_of
 
 
@@ -25,8 +26,9 @@ class VaultMissing(FileNotFoundError):
 
 
 def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None = None) -> list[VaultFile]:
-    """Every Markdown file of the vault (optionally only those in ``buckets``), sorted by path.
-    Hidden files and folders (``.git``, ``.obsidian``, ``.engram``) are skipped."""
+    """Every Markdown file of the vault and every convertible file of its sources folder (optionally only
+    those in ``buckets``), sorted by path. Hidden files and folders (``.git``, ``.obsidian``, ``.engram``) are
+    skipped; a PDF or HTML file outside the sources folder is not a document."""
     if not vault.is_dir():
         raise VaultMissing(f"vault folder {vault} does not exist; pass --vault DIR or set ENGRAM_VAULT.")
     wanted = set(buckets) if buckets is not None else None
@@ -34,10 +36,12 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
     for folder, subfolders, files in os.walk(vault):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         for name in files:
-            if name.startswith(".") or not name.lower().endswith(config.suffixes):
+            if name.startswith("."):
                 continue
             absolute = Path(folder) / name
             relative = absolute.relative_to(vault).as_posix()
+            if not name.lower().endswith(config.suffixes) and not is_convertible(relative, config):
+                continue
             bucket = bucket_of(relative, config.bucket_count)
             if wanted is not None and bucket not in wanted:
                 continue

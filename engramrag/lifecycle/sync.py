@@ -2,7 +2,9 @@
 
 New and changed files are parsed and stored (text included, so extraction never re-reads a file that may
 have changed again); files that are gone are marked ``gone`` for the extraction stage to clean up; files that
-cannot be read are recorded in ``rejected_documents`` with the reason, and the rest go on.
+cannot be read are recorded in ``rejected_documents`` with the reason, and the rest go on. Files of the sources
+folder that are not Markdown are converted first (engramrag.vault.converters); a failed conversion is recorded
+with reason ``conversion_failed``.
 
 An agent's note in the agent folder joins only once a person approved its exact bytes: until then it is
 recorded as rejected with reason ``awaiting_approval``, and if an earlier, approved version was live it is
@@ -25,6 +27,7 @@ from engramrag.lifecycle.scan import VaultFile, scan_vault
 from engramrag.progress import Progress
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
+from engramrag.vault.converters import convert_document, is_convertible, source_hash
 from engramrag.vault.errors import DocumentRejected
 from engramrag.vault.markdown import content_hash, parse_document
 
@@ -144,12 +147,15 @@ def _sync_bucket(
             if previous is not None and not previous[3]:
                 held_live.append(file.path)
             continue
-        if previous is not None and not previous[3] and content_hash(raw) == previous[0]:
+        convertible = is_convertible(file.path, config)
+        live = previous is not None and not previous[3]
+        if live and _same_content(catalog, file.path, raw, previous[0], convertible):
             touched.append((file.path, file.mtime_ns))
             summary.unchanged += 1
             continue
         try:
-            document = parse_document(raw, file.path, config)
+            read = convert_document if convertible else parse_document
+            document = read(raw, file.path, config)
         except DocumentRejected as rejection:
             rejected_rows.append(_rejected(file, rejection.reason, rejection.message, run_id, now))
             summary.rejected[file.path] = rejection.message
@@ -203,6 +209,18 @@ def _sync_bucket(
         catalog.execute("ROLLBACK")
         raise
     return summary
+
+
+def _same_content(
+    catalog: duckdb.DuckDBPyConnection, path: str, raw: bytes, body_hash: str, convertible: bool
+) -> bool:
+    """Whether the file holds what the catalog already has. A converted original is compared by its own
+    bytes (the hash its note recorded), so a converter or library upgrade does not make every source new."""
+    if not convertible:
+        return content_hash(raw) == body_hash
+    row = catalog.execute("SELECT front_matter FROM documents WHERE path = ?", [path]).fetchone()
+    front_matter = json.loads(row[0]) if row and row[0] else {}
+    return isinstance(front_matter, dict) and front_matter.get("source_sha256") == source_hash(raw)
 
 
 def _rejected(file: VaultFile, reason: str, message: str, run_id: str | None, now: datetime) -> dict:

@@ -1,9 +1,9 @@
 """What the lifecycle cost: per-build counts, extraction latency, tokens and money, store sizes, failures.
 
 Every figure is read from what the lifecycle already records in the catalog (``builds``, ``extraction_runs``,
-``deletions``, ``rejected_documents``) and from the files of the home; nothing here is estimated. Where a figure
-cannot be known (a model without a price) it is left empty and the row says why, so a chart never shows a
-made-up number. Runs are numbered 1, 2, ... in the order they finished, the same numbering in every table, so
+``llm_calls``, ``deletions``, ``rejected_documents``) and from the files of the home; nothing here is estimated.
+Where a figure cannot be known (a model without a price) it is left empty and the row says why, so a chart never
+shows a made-up number. Runs are numbered 1, 2, ... in the order they finished, the same numbering in every table, so
 the tables can be drawn side by side and joined on ``run``.
 """
 
@@ -18,7 +18,7 @@ from typing import NamedTuple
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.connection import catalog_reader, has_table
 from engramrag.store import Home
 
 
@@ -101,6 +101,8 @@ def cost_of(model: str | None, tokens_in: int, tokens_out: int, prices: Prices) 
         if tokens_in or tokens_out:
             return Cost(None, "tokens were recorded without a model name, so no price applies")
         return Cost(0.0, "no model call")
+    if not tokens_in and not tokens_out:
+        return Cost(0.0, f"{model}: no tokens paid (answered from the response cache, or no answer)")
     price = prices.get(model)
     if price is None:
         return Cost(None, f"no price for model {model!r}: add it to the prices")
@@ -153,6 +155,100 @@ def run_costs(costs: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=columns)
     for name in ("cost_usd", "cost_per_document_usd"):
         frame[name] = pd.array(frame[name].tolist(), dtype="Float64")
+    return frame
+
+
+# The columns of ``llm_calls``, for a catalog written before the table existed (read-only, so it cannot gain it).
+LLM_CALL_COLUMNS = {
+    "run_id": "VARCHAR", "doc_id": "VARCHAR", "path": "VARCHAR", "bucket": "INTEGER", "segment": "INTEGER",
+    "segments": "INTEGER", "model": "VARCHAR", "prompt_version": "VARCHAR", "tokens_in": "INTEGER",
+    "tokens_out": "INTEGER", "requests": "INTEGER", "cached": "BOOLEAN", "status": "VARCHAR", "error": "VARCHAR",
+    "latency_ms": "DOUBLE", "called_at": "TIMESTAMP",
+}
+
+# Per-call figures every aggregate below sums: paid tokens leave out cache hits (their answer was paid for in an
+# earlier run, which already counts it), and latency percentiles are over calls that went to the server.
+CALL_FIGURES = """count(*) AS calls,
+    sum(c.requests)::BIGINT AS requests,
+    sum(greatest(c.requests - 1, 0))::BIGINT AS retries,
+    count(*) FILTER (c.status = 'failed') AS failed_calls,
+    count(*) FILTER (c.cached) AS cache_hits,
+    coalesce(sum(c.tokens_in) FILTER (NOT c.cached), 0)::BIGINT AS tokens_in,
+    coalesce(sum(c.tokens_out) FILTER (NOT c.cached), 0)::BIGINT AS tokens_out,
+    quantile_cont(c.latency_ms, 0.5) FILTER (NOT c.cached) AS p50_ms,
+    quantile_cont(c.latency_ms, 0.95) FILTER (NOT c.cached) AS p95_ms,
+    coalesce(sum(c.latency_ms), 0) AS latency_ms"""
+
+
+def _calls_source(catalog: duckdb.DuckDBPyConnection) -> str:
+    if has_table(catalog, "llm_calls"):
+        return "llm_calls"
+    columns = ", ".join(f"NULL::{kind} AS {name}" for name, kind in LLM_CALL_COLUMNS.items())
+    return f"(SELECT {columns} WHERE false)"
+
+
+def llm_documents(catalog: duckdb.DuckDBPyConnection, prices: Prices | None = None) -> pd.DataFrame:
+    """Model calls per run and document: segments, calls, HTTP requests and retries, failed calls, cache hits,
+    paid tokens in and out, call latency, and the cost in US dollars of the paid tokens.
+
+    ``status`` and ``error`` are the document's extraction outcome in that run (``failed`` with the reason once
+    its retries were exhausted). ``cost_usd`` is empty where the model has no price, with the reason in
+    ``cost_note``.
+    """
+    frame = catalog.execute(
+        f"""WITH {RUNS}, outcome AS (
+            SELECT run_id, doc_id, any_value(status) AS status, any_value(error) AS error
+            FROM extraction_runs GROUP BY ALL
+        )
+        SELECT r.run, c.run_id, r.finished_at, c.path, c.model, c.prompt_version, o.status, o.error,
+               max(c.segments) AS segments, {CALL_FIGURES}
+        FROM {_calls_source(catalog)} c JOIN runs r ON c.run_id IS NOT DISTINCT FROM r.run_id
+        LEFT JOIN outcome o ON c.run_id IS NOT DISTINCT FROM o.run_id AND c.doc_id = o.doc_id
+        GROUP BY ALL ORDER BY r.run, c.path, c.model"""
+    ).df()
+    return _priced(frame, prices)
+
+
+def llm_runs(catalog: duckdb.DuckDBPyConnection, documents: pd.DataFrame) -> pd.DataFrame:
+    """Model calls per run and model: documents (and how many failed), calls, requests, retries, failed calls,
+    cache hits, paid tokens, call latency p50/p95 (over the calls that went to the server) and the cost, summed
+    from ``documents`` (:func:`llm_documents`). A run's cost is empty when any of its documents' costs is
+    unknown: a partial sum would understate it."""
+    frame = catalog.execute(
+        f"""WITH {RUNS}, outcome AS (
+            SELECT run_id, doc_id, bool_or(status = 'failed') AS failed FROM extraction_runs GROUP BY ALL
+        )
+        SELECT r.run, c.run_id, r.finished_at, c.model, count(DISTINCT c.doc_id) AS documents,
+               count(DISTINCT c.doc_id) FILTER (o.failed) AS failed_documents, {CALL_FIGURES}
+        FROM {_calls_source(catalog)} c JOIN runs r ON c.run_id IS NOT DISTINCT FROM r.run_id
+        LEFT JOIN outcome o ON c.run_id IS NOT DISTINCT FROM o.run_id AND c.doc_id = o.doc_id
+        GROUP BY ALL ORDER BY r.run, c.model"""
+    ).df()
+    totals, notes = [], []
+    for run_id, model in zip(frame["run_id"], frame["model"], strict=True):
+        group = documents[(documents["run_id"] == run_id) & _same(documents["model"], model)]
+        known = not group.empty and not group["cost_usd"].isna().any()
+        totals.append(float(group["cost_usd"].sum()) if known else None)
+        # A document that paid nothing (cache hit, no answer) adds nothing to how the run's cost was reached.
+        paid = group[(group["tokens_in"] + group["tokens_out"]) > 0]
+        notes.append("; ".join(sorted(set((paid if not paid.empty else group)["cost_note"].dropna()))))
+    frame["cost_usd"] = pd.array(totals, dtype="Float64")
+    frame["cost_per_document_usd"] = frame["cost_usd"] / frame["documents"].where(frame["documents"] > 0)
+    frame["cost_note"] = pd.array(notes, dtype="string")
+    return frame
+
+
+def _same(column: pd.Series, value: object) -> pd.Series:
+    return column.isna() if pd.isna(value) else column == value
+
+
+def _priced(frame: pd.DataFrame, prices: Prices | None) -> pd.DataFrame:
+    costs = [
+        cost_of(model if isinstance(model, str) else None, int(tokens_in), int(tokens_out), prices or {})
+        for model, tokens_in, tokens_out in zip(frame["model"], frame["tokens_in"], frame["tokens_out"], strict=True)
+    ]
+    frame["cost_usd"] = pd.array([cost.usd for cost in costs], dtype="Float64")
+    frame["cost_note"] = pd.array([cost.note for cost in costs], dtype="string")
     return frame
 
 
@@ -225,6 +321,8 @@ class LifecycleMetrics:
     rebuild_times: pd.DataFrame
     store_sizes: pd.DataFrame
     failures: pd.DataFrame
+    llm_runs: pd.DataFrame
+    llm_documents: pd.DataFrame
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by name, in a fixed order: what the dashboard draws and an asset stores."""
@@ -243,6 +341,7 @@ def read_lifecycle_metrics(home: Home, prices: Prices | None = None) -> Lifecycl
         if catalog is None:
             return None
         costs = document_costs(catalog, prices)
+        calls = llm_documents(catalog, prices)
         return LifecycleMetrics(
             build_runs=build_runs(catalog),
             extraction_latency=extraction_latency(catalog),
@@ -251,6 +350,8 @@ def read_lifecycle_metrics(home: Home, prices: Prices | None = None) -> Lifecycl
             rebuild_times=rebuild_times(catalog),
             store_sizes=store_sizes(home),
             failures=failures(catalog),
+            llm_runs=llm_runs(catalog, calls),
+            llm_documents=calls,
         )
 
 

@@ -16,6 +16,17 @@ class VaultConfig:
     suffixes: tuple[str, ...] = field(
         default=(".md", ".markdown"), metadata={"help": "File suffixes read as Markdown documents."}
     )
+    sources_folder: str = field(
+        default="sources",
+        metadata={
+            "help": "Top-level folder whose non-Markdown files (see convertible_suffixes) are converted to Markdown "
+            "and read as documents; the originals are never changed."
+        },
+    )
+    convertible_suffixes: tuple[str, ...] = field(
+        default=(".html", ".htm", ".pdf", ".docx", ".csv", ".xlsx", ".txt"),
+        metadata={"help": "File suffixes converted to Markdown when they lie inside the sources folder."},
+    )
     agent_folder: str = field(
         default="learned", metadata={"help": "Top-level folder whose notes are flagged as agent-authored."}
     )
