@@ -25,6 +25,11 @@ def add_commands(commands: Any) -> None:
     _home(mcp)
     _vault(mcp)
     _agent_settings(mcp)
+    mcp.add_argument(
+        "--repo", action="append", default=[],
+        help="Also answer the decision graph's questions about this git repository (repeatable; ingest it first "
+        "with `engram git ingest REPO`).",
+    )
     mcp.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP only: the address to listen on (default 127.0.0.1).")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP only: the port (default 8765); path /mcp.")
@@ -175,7 +180,7 @@ def _mcp(args: argparse.Namespace) -> int:
     from engramrag.agent.mcp_server import build_server
 
     workspace = _workspace(args)
-    server = build_server(workspace)
+    server = build_server(workspace, repos=[Path(repo) for repo in args.repo])
     print(
         f"engram mcp: serving {workspace.vault} (home {workspace.home.root}) as {workspace.config.agent}, "
         f"mode {workspace.config.mode}, over {args.transport}"

@@ -252,3 +252,27 @@ def test_streamable_http_serves_the_same_tools(fresh: tuple[Home, Path]) -> None
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_git_questions_over_mcp(fresh: tuple[Home, Path], tmp_path: Path) -> None:
+    from gitrepo import build_fixture_repo
+
+    from engramrag.gitgraph.ingest import ingest
+
+    home, vault = fresh
+    repo = build_fixture_repo(tmp_path / "repo")
+    ingest(repo.root, home, progress=False)
+
+    async def session() -> None:
+        async with Client(server(home, vault, "--repo", str(repo.root))) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"why", "what_breaks", "who_knows", "disproven", "trace", "origin", "told", "review_commit"} <= names
+            answer = structured(await client.call_tool("why", {"path": "src/store/catalog.py"}))
+            assert answer["names"] == ["src/store/catalog.py", "src/catalog.py"]
+            assert any(item["status"] == "superseded" for item in answer["evidence"]["decisions"])
+            told = structured(await client.call_tool("told", {"commit": repo.merge}))
+            assert "evidence" in told
+            wrong = error_text(await client.call_tool("why", {"path": "x.py", "repo": str(tmp_path)}))
+            assert "not served here" in wrong
+
+    anyio.run(session)

@@ -12,7 +12,8 @@ No ``from __future__ import annotations`` here: the SDK reads the tools' annotat
 """
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
@@ -48,8 +49,12 @@ class NotAsked(BaseModel):
     reason: str
 
 
-def build_server(workspace: Workspace, name: str = "engramrag") -> MCPServer:
-    """An MCP server over ``workspace``; run it with ``.run("stdio")`` or ``.run("streamable-http", ...)``."""
+def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[Path] = ()) -> MCPServer:
+    """An MCP server over ``workspace``; run it with ``.run("stdio")`` or ``.run("streamable-http", ...)``.
+
+    With ``repos`` (git repositories already ingested with ``engram git ingest``) it also answers the decision
+    graph's questions (why, what_breaks, who_knows, disproven, trace, origin, told, review_commit).
+    """
     server = MCPServer(name, instructions=_instructions(workspace))
     lock = threading.Lock()  # one store writer at a time; the retriever is not shared across threads
 
@@ -182,7 +187,69 @@ def build_server(workspace: Workspace, name: str = "engramrag") -> MCPServer:
             )
         return result
 
+    if repos:
+        _add_git_tools(server, workspace, list(repos), call)
     return server
+
+
+def _add_git_tools(server: MCPServer, workspace: Workspace, repos: list[Path], call: Callable[[Any], Any]) -> None:
+    from engramrag.gitgraph import tools
+
+    known = {str(repo.resolve()): repo for repo in repos}
+
+    def repository(repo: str | None) -> Path:
+        if repo is None:
+            if len(repos) > 1:
+                raise ValueError(f"several repositories are served; name one of {sorted(known)}")
+            return repos[0]
+        chosen = known.get(str(Path(repo).resolve()))
+        if chosen is None:
+            raise ValueError(f"{repo} is not served here; the repositories are {sorted(known)}")
+        return chosen
+
+    def ask(question: Callable[..., dict[str, Any]], repo: str | None, *arguments: Any) -> dict[str, Any]:
+        return call(lambda: question(workspace.home, repository(repo), *arguments))
+
+    @server.tool(annotations=READ_ONLY)
+    def why(path: str, repo: str | None = None) -> dict[str, Any]:
+        """Why a file is the way it is: the decisions governing it (current first, superseded marked), the
+        commits that changed it and the lines that wrote those decisions."""
+        return ask(tools.why, repo, path)
+
+    @server.tool(annotations=READ_ONLY)
+    def what_breaks(path: str, repo: str | None = None) -> dict[str, Any]:
+        """What a change to a file may break: files changed with it, decisions naming it, people and tests."""
+        return ask(tools.what_breaks, repo, path)
+
+    @server.tool(annotations=READ_ONLY)
+    def who_knows(path: str, repo: str | None = None) -> dict[str, Any]:
+        """Who knows a file: people ranked by recent, substantial changes and decisions written; agents apart."""
+        return ask(tools.who_knows, repo, path)
+
+    @server.tool(annotations=READ_ONLY)
+    def disproven(topic: str, repo: str | None = None) -> dict[str, Any]:
+        """Decisions about a topic that were superseded or retired, with what replaced them and when."""
+        return ask(tools.disproven, repo, topic)
+
+    @server.tool(annotations=READ_ONLY)
+    def trace(decision: str, repo: str | None = None) -> dict[str, Any]:
+        """A decision's versions, its supersession chain both ways, the files it governs, who wrote it."""
+        return ask(tools.trace, repo, decision)
+
+    @server.tool(annotations=READ_ONLY)
+    def origin(path: str, line: int | None = None, repo: str | None = None) -> dict[str, Any]:
+        """The commit that introduced a file or one of its lines, and the decisions in force then."""
+        return ask(tools.origin, repo, path, line)
+
+    @server.tool(annotations=READ_ONLY)
+    def told(commit: str, repo: str | None = None) -> dict[str, Any]:
+        """The agent-instruction sections in force for the files a commit touched, and its agent co-authors."""
+        return ask(tools.told, repo, commit)
+
+    @server.tool(annotations=READ_ONLY)
+    def review_commit(commit: str, repo: str | None = None) -> dict[str, Any]:
+        """The decisions a commit touches or contradicts, and the instructions in force when it was written."""
+        return ask(tools.review, repo, commit)
 
 
 def _instructions(workspace: Workspace) -> str:
