@@ -40,6 +40,7 @@ PAGES: list[PageSpec] = [
     PageSpec("views/supersessions.py", "Supersession queue", ":material/update:"),
     PageSpec("views/provenance.py", "Provenance explorer", ":material/account_tree:"),
     PageSpec("views/agent_writes.py", "Agent writes", ":material/edit_note:"),
+    PageSpec("views/decisions.py", "Decisions", ":material/gavel:"),
 ]
 
 
