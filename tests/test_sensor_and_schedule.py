@@ -112,7 +112,7 @@ def test_definitions_load_with_lineage_checks_sensor_and_schedule():
     assert keys == {
         "documents", "document_quads", "document_catalog", "document_embeddings", "resolution_candidates",
         "resolution_overlay", "supersession_candidates", "accepted_supersessions", "retrieval_index",
-        "lifecycle_metrics",
+        "lifecycle_metrics", "git_decision_graph",
     }  # fmt: skip
     graph = repository.asset_graph
     assert graph.get(dg.AssetKey("document_catalog")).parent_keys == {dg.AssetKey("document_quads")}
