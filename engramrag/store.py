@@ -11,7 +11,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,25 +69,12 @@ class Home:
         with self._lock(fcntl.LOCK_SH, timeout_s):
             yield
 
-    @contextmanager
-    def _lock(self, mode: int, timeout_s: float) -> Iterator[None]:
-        handle = open(self.root / ".stores.lock", "a+")  # noqa: SIM115 - held for the context's lifetime
-        deadline = time.monotonic() + timeout_s
-        try:
-            while True:
-                try:
-                    fcntl.flock(handle, mode | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise StoreBusy(
-                            f"{self.root}: the stores are busy with a running build for over {timeout_s:.0f}s; "
-                            "wait for it to finish (see the Dagster UI) and try again."
-                        ) from None
-                    time.sleep(0.05)
-            yield
-        finally:
-            handle.close()
+    def _lock(self, mode: int, timeout_s: float) -> AbstractContextManager[None]:
+        return file_lock(
+            self.root / ".stores.lock", mode, timeout_s,
+            f"{self.root}: the stores are busy with a running build for over {timeout_s:.0f}s; "
+            "wait for it to finish (see the Dagster UI) and try again.",
+        )
 
     def size_bytes(self) -> dict[str, int]:
         """On-disk size of each store, for metrics."""
@@ -106,3 +93,22 @@ class Home:
             else:
                 sizes[name] = 0
         return sizes
+
+
+@contextmanager
+def file_lock(path: Path, mode: int, timeout_s: float, busy_message: str) -> Iterator[None]:
+    """Hold an flock (``fcntl.LOCK_SH`` or ``LOCK_EX``) on ``path``; StoreBusy(busy_message) after ``timeout_s``."""
+    handle = open(path, "a+")  # noqa: SIM115 - held for the context's lifetime
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreBusy(busy_message) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        handle.close()

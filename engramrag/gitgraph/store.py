@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from engramrag.store import Home, StoreBusy
+from engramrag.store import Home, file_lock
 from engramrag.vault.ids import short_hash
 
 SCHEMA_VERSION = 1
@@ -179,22 +178,9 @@ def path_history(connection: duckdb.DuckDBPyConnection, repo: str, path: str) ->
     return names
 
 
-@contextmanager
-def _locked(home: Home, mode: int, timeout_s: float) -> Iterator[None]:
-    handle = open(home.root / LOCK_NAME, "a+")  # noqa: SIM115 - held for the context's lifetime
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            try:
-                fcntl.flock(handle, mode | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreBusy(
-                        f"{gitgraph_path(home)} is busy with a running ingest for over {timeout_s:.0f}s; "
-                        "wait for it to finish and try again."
-                    ) from None
-                time.sleep(0.05)
-        yield
-    finally:
-        handle.close()
+def _locked(home: Home, mode: int, timeout_s: float) -> AbstractContextManager[None]:
+    return file_lock(
+        home.root / LOCK_NAME, mode, timeout_s,
+        f"{gitgraph_path(home)} is busy with a running ingest for over {timeout_s:.0f}s; wait for it to finish "
+        "and try again.",
+    )
