@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import http.server
+import io
 import os
 import shutil
 import threading
@@ -13,9 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from engramrag.agent import destinations
 from engramrag.agent.confirmations import Refused
 from engramrag.agent.graph_query import QueryError, QueryRefused, QueryTimeout, query_form, query_graph
 from engramrag.agent.reading import UnreadableNote, read_document
+from engramrag.agent.workspace import Workspace
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.ontology.vocab import document_iri, statement_iri
 from engramrag.store import Home
@@ -26,12 +30,62 @@ MINJI = "people/minji-park.md"
 MINJI_GRAPH = str(document_iri(MINJI))
 
 
+def pdf_bytes(lines: list[str], title: str) -> bytes:
+    """A one-page PDF with a Helvetica text layer, written object by object so pypdf reads it as a real file."""
+    operations = ["BT", "/F1 12 Tf", "72 720 Td", "14 TL"]
+    operations += [f"({line}) Tj T*" for line in lines]
+    stream = "\n".join([*operations, "ET"]).encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
+        b"/Contents 5 0 R >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        f"<< /Title ({title}) >>".encode("latin-1"),
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+REPORT_PDF = pdf_bytes(
+    ["Quarterly report of the Atlas project.", "Minji Park decided to adopt DuckDB for the catalog."],
+    "Atlas Quarterly Report",
+)
+LAUNCH_HTML = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Atlas Launch Notes</title><script>var t = "TRACKER";</script></head>
+<body><h1>Atlas launch</h1>
+<p>Owner: Minji Park</p>
+<p>Jonas Weber decided to keep LanceDB for the vectors.</p>
+</body></html>
+"""
+TEAM_CSV = b"name,city,role\nMinji Park,Seoul,Tech Lead\nJonas Weber,Berlin,Engineer\n"
+SOURCES = {
+    "sources/report.pdf": REPORT_PDF,
+    "sources/launch.html": LAUNCH_HTML,
+    "sources/team.csv": TEAM_CSV,
+    "sources/broken.pdf": REPORT_PDF[: len(REPORT_PDF) // 3],
+}
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Home, Path]:
     root = tmp_path_factory.mktemp("agent-reading")
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     (vault / "broken.md").write_text("---\ntitle: [never closed\n---\n\nStatus: draft\n", encoding="utf-8")
+    (vault / "sources").mkdir()
+    for path, raw in SOURCES.items():
+        (vault / path).write_bytes(raw)
     with build_environment():
         home = Home.at(root / "home")
         assert run_build(home, vault).success
@@ -198,6 +252,147 @@ def test_a_home_without_a_build_and_a_file_that_is_not_text(tmp_path: Path):
     assert "nothing has been built" in result["message"]
     with pytest.raises(UnreadableNote, match="not valid UTF-8"):
         read_document(home, vault, "b.md")
+
+
+# read_document on converted originals ----------------------------------------------------------------------
+
+
+def catalog_text(home: Home, path: str) -> str:
+    [(text,)] = catalog_rows(home, "SELECT text FROM documents WHERE path = ? AND NOT gone", [path])
+    return text
+
+
+@pytest.mark.parametrize(
+    ("path", "label", "words"),
+    [
+        ("sources/report.pdf", "PDF", "Minji Park decided to adopt DuckDB for the catalog."),
+        ("sources/launch.html", "HTML", "Jonas Weber decided to keep LanceDB for the vectors."),
+        ("sources/team.csv", "CSV", "| Minji Park | Seoul | Tech Lead |"),
+    ],
+)
+def test_a_built_original_reads_as_its_catalog_markdown_with_statements(built, path: str, label: str, words: str):
+    home, vault = built
+    result = read_document(home, vault, path)
+    text = catalog_text(home, path)
+    assert [line["text"] for line in result["lines"]] == text.split("\n")[:-1]  # the note ends with a newline
+    assert (result["converted_from"], result["original_path"], result["stale"], result["in_catalog"]) == (
+        label, path, False, True
+    )
+    assert result["message"] is None and result["document_iri"] == str(document_iri(path))
+    assert f"source_sha256: {hashlib.sha256(SOURCES[path]).hexdigest()}" in text.split("\n")
+    number = next(line["line"] for line in result["lines"] if line["text"] == words)
+    on_line = [s for s in result["statements"] if s["line_start"] <= number <= s["line_end"]]
+    assert on_line, result["statements"]
+    assert all(s["iri"] == str(statement_iri(path, s["statement_id"])) for s in on_line)
+    in_catalog = catalog_rows(
+        home,
+        """SELECT statement_id FROM statements JOIN documents USING (doc_id)
+           WHERE path = ? AND line_start <= ? AND line_end >= ?""",
+        [path, number, number],
+    )
+    assert {s["statement_id"] for s in on_line} == {row[0] for row in in_catalog}
+
+    one = read_document(home, vault, path, number, number)
+    assert one["lines"] == [{"line": number, "text": words}] and one["total_lines"] == result["total_lines"]
+    assert {s["statement_id"] for s in one["statements"]} == {s["statement_id"] for s in on_line}
+
+
+def test_converted_statements_point_at_their_words(built):
+    home, vault = built
+    result = read_document(home, vault, "sources/report.pdf")
+    assert result["title"] == "Atlas Quarterly Report"
+    [decided] = [s for s in result["statements"] if s["predicate"] == "decided"]
+    line = result["lines"][decided["line_start"] - 1]["text"]
+    assert line == "Minji Park decided to adopt DuckDB for the catalog."
+    assert decided["subject"]["label"] == "Minji Park"
+    html = read_document(home, vault, "sources/launch.html")
+    assert html["title"] == "Atlas Launch Notes"
+    assert not any("TRACKER" in line["text"] for line in html["lines"])
+    [owner] = [s for s in html["statements"] if s["predicate"] == "owner"]
+    assert html["lines"][owner["line_start"] - 1]["text"] == "Owner: Minji Park"
+    assert owner["object"]["label"] == "Minji Park"
+
+
+def test_plain_notes_say_they_are_not_converted(built):
+    home, vault = built
+    result = read_document(home, vault, MINJI, 1, 1)
+    assert (result["converted_from"], result["original_path"]) == (None, None)
+
+
+def test_an_unbuilt_original_is_converted_now_and_stale(built):
+    home, vault = built
+    new = vault / "sources" / "crew.csv"
+    new.write_bytes(b"name;ship\nSora Kim;Tern\n")
+    try:
+        result = read_document(home, vault, "sources/crew.csv")
+    finally:
+        new.unlink()
+    assert (result["stale"], result["in_catalog"], result["doc_id"], result["statements"]) == (True, False, None, [])
+    assert (result["converted_from"], result["original_path"], result["title"]) == ("CSV", "sources/crew.csv", "crew")
+    texts = [line["text"] for line in result["lines"]]
+    assert "| Sora Kim | Tern |" in texts and texts[0] == "---"
+    assert "source_file: sources/crew.csv" in texts
+    assert "not in the catalog yet (a new original)" in result["message"]
+    assert "converted to Markdown just now" in result["message"]
+
+
+def test_a_changed_original_is_stale_and_shows_its_current_conversion(built):
+    home, vault = built
+    csv = vault / "sources" / "team.csv"
+    before = read_document(home, vault, "sources/team.csv")
+    assert before["stale"] is False
+    try:
+        csv.write_bytes(TEAM_CSV + b"Sora Kim,Busan,Designer\n")
+        result = read_document(home, vault, "sources/team.csv")
+        assert (result["stale"], result["in_catalog"], result["doc_id"]) == (True, True, before["doc_id"])
+        assert "changed since it was last extracted" in result["message"]
+        assert "converted to Markdown just now" in result["message"]
+        texts = [line["text"] for line in result["lines"]]
+        assert texts[-1] == "| Sora Kim | Busan | Designer |"
+        assert f"source_sha256: {hashlib.sha256(csv.read_bytes()).hexdigest()}" in texts
+        assert "| Sora Kim | Busan | Designer |" not in catalog_text(home, "sources/team.csv")
+        assert result["statements"]  # what the graph holds for the earlier version, flagged by stale
+    finally:
+        csv.write_bytes(TEAM_CSV)
+    os.utime(csv, ns=(2_000_000_000, 2_000_000_000))  # same bytes, new time: judged by the bytes, as sync does
+    assert read_document(home, vault, "sources/team.csv")["stale"] is False
+
+
+def test_an_original_that_cannot_be_converted_is_unreadable_with_advice(built):
+    home, vault = built
+    held = catalog_rows(home, "SELECT reason FROM rejected_documents WHERE path = 'sources/broken.pdf'", [])
+    assert held == [("conversion_failed",)]
+    with pytest.raises(UnreadableNote) as unreadable:
+        read_document(home, vault, "sources/broken.pdf")
+    message = str(unreadable.value)
+    assert message.startswith("sources/broken.pdf: could not be converted from PDF to Markdown")
+    assert "damaged or truncated" in message and "To fix:" in message
+
+
+def test_only_sources_originals_are_readable_and_writes_still_refuse_them(built, tmp_path: Path):
+    home, vault = built
+    (vault / "report.pdf").write_bytes(REPORT_PDF)
+    try:
+        with pytest.raises(Refused, match=r"not a Markdown note .* nor a file in sources/"):
+            read_document(home, vault, "report.pdf")  # outside the sources folder nothing is converted
+    finally:
+        (vault / "report.pdf").unlink()
+    with pytest.raises(Refused, match="climbs out"):
+        read_document(home, vault, "sources/../../report.pdf")
+    with pytest.raises(UnreadableNote, match="does not exist"):
+        read_document(home, vault, "sources/missing.pdf")
+
+    assert destinations.readable_parts("sources/report.pdf") == ("sources", "report.pdf")
+    with pytest.raises(Refused, match="not a Markdown note"):
+        destinations.relative_parts("sources/x.pdf")
+    workspace = Workspace(home, vault)
+    assert workspace.read("sources/report.pdf")["converted_from"] == "PDF"
+    with pytest.raises(Refused, match="not a Markdown note"):
+        workspace.write("sources/x.pdf", "# Not a PDF\n")
+    with pytest.raises(Refused, match="not a Markdown note"):
+        workspace.write("sources/report.pdf", "# Overwritten\n")
+    assert not (vault / "sources" / "x.pdf").exists()
+    assert (vault / "sources" / "report.pdf").read_bytes() == REPORT_PDF
 
 
 # query_graph --------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from engramrag.agent.confirmations import Refused
 from engramrag.vault.config import VaultConfig
+from engramrag.vault.converters import is_convertible
 
 ABSENT = "absent"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -58,18 +59,40 @@ def vault_identity(vault: str | os.PathLike[str]) -> str:
 def relative_parts(path: str, config: VaultConfig | None = None) -> tuple[str, ...]:
     """The path's components inside the vault, or Refused when it could leave it or is not a Markdown note."""
     config = config or VaultConfig()
+    parts = _inside_parts(path, "write")
+    if not parts[-1].endswith(tuple(config.suffixes)):
+        raise Refused("destination", f"{path} is not a Markdown note ({', '.join(config.suffixes)}).")
+    return parts
+
+
+def readable_parts(path: str, config: VaultConfig | None = None) -> tuple[str, ...]:
+    """Like :func:`relative_parts`, for reading: a Markdown note, or an original in the sources folder that
+    the lifecycle converts to Markdown (``sources/report.pdf``). Only reads accept originals: an agent write
+    may create or replace notes, never the documents people filed."""
+    config = config or VaultConfig()
+    parts = _inside_parts(path, "read")
+    if parts[-1].endswith(tuple(config.suffixes)) or is_convertible("/".join(parts), config):
+        return parts
+    sources = config.sources_folder.strip("/")
+    raise Refused(
+        "destination",
+        f"{path} is not a Markdown note ({', '.join(config.suffixes)}) nor a file in {sources}/ that is converted "
+        f"to one ({', '.join(config.convertible_suffixes)}).",
+    )
+
+
+def _inside_parts(path: str, act: str) -> tuple[str, ...]:
+    """The components of a relative path that stays inside the vault and out of hidden entries."""
     if not isinstance(path, str) or not path.strip() or "\x00" in path or "\\" in path:
         raise Refused("destination", f"{path!r} is not a usable vault path; give a relative path like notes/x.md.")
     pure = PurePosixPath(path)
     if pure.is_absolute():
-        raise Refused("destination", f"{path} is absolute; agent writes take a path relative to the vault.")
+        raise Refused("destination", f"{path} is absolute; agent {act}s take a path relative to the vault.")
     parts = tuple(part for part in pure.parts if part != ".")
     if not parts or any(part == ".." for part in parts):
         raise Refused("destination", f"{path} climbs out with '..'; give a path inside the vault.")
     if any(part.startswith(".") for part in parts):
-        raise Refused("destination", f"{path} goes through a hidden entry; agents write only visible notes.")
-    if not parts[-1].endswith(tuple(config.suffixes)):
-        raise Refused("destination", f"{path} is not a Markdown note ({', '.join(config.suffixes)}).")
+        raise Refused("destination", f"{path} goes through a hidden entry; agents {act} only visible notes.")
     return parts
 
 
@@ -163,6 +186,7 @@ __all__ = [
     "bytes_state",
     "delete",
     "read_bytes",
+    "readable_parts",
     "relative_parts",
     "resolve",
     "vault_identity",

@@ -80,7 +80,8 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
     @server.tool(annotations=READ_ONLY)
     def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         """Read a vault document (vault-relative path), or lines start_line..end_line of it, with the statements
-        the graph holds for those lines."""
+        the graph holds for those lines. Files in sources/ (PDF, HTML, DOCX, CSV, XLSX, text) are read as the
+        Markdown they were converted to, which is what the line numbers count; `converted_from` names the format."""
         document = call(lambda: workspace.read(path, start_line, end_line))
         return {**document, "notice": CONTENT_NOTICE}
 

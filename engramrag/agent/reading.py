@@ -7,12 +7,19 @@ vault either); the statements and entities come from the catalog, which describe
 extracted. When the two differ the result says ``stale`` instead of pretending they match: line numbers of a
 changed file may no longer point at the statement's words, and a note that was never built (a new file, a
 learned note waiting for approval) has no statements at all.
+
+Originals in the sources folder (``sources/report.pdf``) are read as the Markdown the lifecycle converts them
+to, because that text is what the statements' line numbers count: the catalog's copy when the catalog was made
+from the original's current bytes, otherwise the current original converted now (and then ``stale``).
+Freshness of an original is judged by its own bytes, as sync judges it, so a converter upgrade alone does not
+make every source look changed.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import duckdb
@@ -22,6 +29,7 @@ from engramrag.catalog.connection import catalog_reader
 from engramrag.extract.textutil import normalise_label
 from engramrag.ontology.vocab import document_iri, entity_iri, statement_iri
 from engramrag.store import Home
+from engramrag.vault import converters
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.errors import DocumentRejected
 from engramrag.vault.markdown import content_hash, normalised_text, parse_document
@@ -32,7 +40,8 @@ MIN_LABEL_CHARS = 2  # shorter labels match inside too many words to count as a 
 
 
 class UnreadableNote(ValueError):
-    """The note exists nowhere, is not text, or the requested lines are not in it; the message says which."""
+    """The note exists nowhere, is not text, an original cannot be converted, or the requested lines are not in
+    it; the message says which (for a failed conversion: the converter's reason and what to do)."""
 
 
 def read_document(
@@ -47,41 +56,49 @@ def read_document(
     config: VaultConfig | None = None,
 ) -> dict[str, Any]:
     """Lines ``start_line..end_line`` (1-based, inclusive; missing ends mean the file's first or last line) of
-    the note at vault-relative ``path``, and the catalog's statements and entities on those lines.
+    the note at vault-relative ``path``, and the catalog's statements and entities on those lines. A convertible
+    original in the sources folder (``sources/report.pdf``) is read as its converted Markdown, the text those
+    statements' line numbers count; ``converted_from`` (the format, e.g. "PDF") and ``original_path`` say so
+    and are None for plain notes.
 
     Raises ``Refused`` for a path that could leave the vault (``..``, absolute, a symlink on the way) or is
-    not a Markdown note, and ``UnreadableNote`` for a missing or non-UTF-8 file or a range past its end.
+    neither a Markdown note nor a convertible original, and ``UnreadableNote`` for a missing or non-UTF-8 file,
+    an original that cannot be converted, or a range past its end.
     Whole lines are returned until ``max_chars`` would be exceeded (a longer first line is cut and marked so);
     ``truncated`` and ``next_line`` then say where to continue. Statements are those whose lines overlap the
     lines actually returned."""
     if max_chars < 1 or max_statements < 0:
         raise ValueError("max_chars must be at least 1 and max_statements at least 0")
     config = config or VaultConfig()
-    parts = destinations.relative_parts(path, config)
+    parts = destinations.readable_parts(path, config)
     relative = "/".join(parts)
     raw = destinations.read_bytes(Path(vault).resolve(), parts)
     if raw is None:
         raise UnreadableNote(f"{relative} does not exist in the vault; paths are relative to the vault's folder.")
-    try:
-        text = normalised_text(raw.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        message = f"{relative} is not valid UTF-8 (byte {error.start}); it cannot be read as a note."
-        raise UnreadableNote(message) from None
-
-    all_lines = split_lines(text)
-    first, last = _requested_range(relative, len(all_lines), start_line, end_line)
-    shown, truncated = _fit(all_lines, first, last, max_chars)
-    shown_last = shown[-1]["line"] if shown else first - 1
+    form = None
+    if converters.is_convertible(relative, config):
+        form = converters.FORMATS[PurePosixPath(relative).suffix.lower()]
 
     with catalog_reader(home) as catalog:
-        found = _catalog_view(catalog, relative, first, shown_last, max_statements)
-    state = _freshness(relative, found, content_hash(raw))
+        document, held = _document_row(catalog, relative, converted=form is not None)
+        if form is None:
+            source = _note_source(raw, relative, config, document)
+        else:
+            source = _converted_source(raw, relative, config, document, form.label)
+        all_lines = split_lines(source.text)
+        first, last = _requested_range(relative, len(all_lines), start_line, end_line)
+        shown, truncated = _fit(all_lines, first, last, max_chars)
+        shown_last = shown[-1]["line"] if shown else first - 1
+        found = _catalog_view(catalog, document, held, relative, first, shown_last, max_statements)
+    state = _freshness(relative, found, source)
     entities = _entities_in_range(found, shown, relative)
     return {
         "path": relative,
-        "doc_id": found["document"]["doc_id"] if found["document"] else None,
+        "doc_id": document["doc_id"] if document else None,
         "document_iri": str(document_iri(relative)),
-        "title": _title(raw, relative, config, found["document"]),
+        "title": source.title,
+        "converted_from": source.converted_from,
+        "original_path": relative if source.converted_from else None,
         "total_lines": len(all_lines),
         "start_line": first,
         "end_line": shown_last,
@@ -89,7 +106,7 @@ def read_document(
         "truncated": truncated,
         "next_line": shown_last + 1 if truncated else None,
         "stale": state["stale"],
-        "in_catalog": found["document"] is not None,
+        "in_catalog": document is not None,
         "message": state["message"],
         "held_back": state.get("held_back"),
         "statements": found["statements"],
@@ -97,6 +114,45 @@ def read_document(
         "unlocated_statements": found["unlocated"],
         "entities": entities,
     }
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The text shown for a path and whether the catalog's statements were extracted from exactly it.
+
+    ``current`` is False when the catalog has a row for the path that describes other content than what is
+    shown (the file changed since, or its newest content was synced but never extracted)."""
+
+    text: str
+    title: str
+    current: bool
+    converted_from: str | None = None
+    converted_now: bool = False
+
+
+def _note_source(raw: bytes, relative: str, config: VaultConfig, document: dict[str, Any] | None) -> _Source:
+    try:
+        text = normalised_text(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        message = f"{relative} is not valid UTF-8 (byte {error.start}); it cannot be read as a note."
+        raise UnreadableNote(message) from None
+    current = document is not None and document["extracted_hash"] == content_hash(raw)
+    return _Source(text, _title(raw, relative, config, document), current)
+
+
+def _converted_source(
+    raw: bytes, relative: str, config: VaultConfig, document: dict[str, Any] | None, label: str
+) -> _Source:
+    """The converted Markdown of an original: the catalog's text when the catalog was converted from these very
+    bytes (its statements' line numbers count that text), else the original converted now."""
+    if document is not None and document["source_sha256"] == converters.source_hash(raw):
+        current = document["extracted_hash"] is not None and document["extracted_hash"] == document["body_hash"]
+        return _Source(document["text"], document["title"], current, label)
+    try:
+        converted = converters.convert_document(raw, relative, config)
+    except DocumentRejected as rejection:
+        raise UnreadableNote(rejection.message) from None
+    return _Source(converted.text, converted.title, False, label, converted_now=True)
 
 
 def split_lines(text: str) -> list[str]:
@@ -136,22 +192,40 @@ def _fit(lines: list[str], first: int, last: int, max_chars: int) -> tuple[list[
     return shown, False
 
 
-def _catalog_view(
-    catalog: duckdb.DuckDBPyConnection | None, relative: str, first: int, last: int, max_statements: int
-) -> dict[str, Any]:
-    """The document's catalog row, its statements overlapping ``first..last`` and all its entities."""
-    empty = {"catalog": catalog is not None, "document": None, "statements": [], "statements_truncated": False,
-             "unlocated": 0, "entities": {}, "held": None}
+def _document_row(
+    catalog: duckdb.DuckDBPyConnection | None, relative: str, converted: bool
+) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """The path's live catalog row (with the converted text and the original's recorded hash for a converted
+    original), or None and why the last build held the file back, if it did."""
     if catalog is None:
-        return empty
+        return None, None
+    columns = ["doc_id", "title", "body_hash", "extracted_hash", "extractor"]
+    if converted:
+        columns += ["text", "json_extract_string(front_matter, '$.source_sha256')"]
     row = catalog.execute(
-        "SELECT doc_id, title, body_hash, extracted_hash, extractor FROM documents WHERE path = ? AND NOT gone",
-        [relative],
+        f"SELECT {', '.join(columns)} FROM documents WHERE path = ? AND NOT gone", [relative]
     ).fetchone()
     if row is None:
         held = catalog.execute("SELECT reason, message FROM rejected_documents WHERE path = ?", [relative]).fetchone()
-        return {**empty, "held": held}
-    document = dict(zip(("doc_id", "title", "body_hash", "extracted_hash", "extractor"), row, strict=True))
+        return None, held
+    names = ("doc_id", "title", "body_hash", "extracted_hash", "extractor", "text", "source_sha256")
+    return dict(zip(names[: len(row)], row, strict=True)), None
+
+
+def _catalog_view(
+    catalog: duckdb.DuckDBPyConnection | None,
+    document: dict[str, Any] | None,
+    held: tuple[str, str] | None,
+    relative: str,
+    first: int,
+    last: int,
+    max_statements: int,
+) -> dict[str, Any]:
+    """The document's statements overlapping ``first..last`` and all its entities."""
+    empty = {"catalog": catalog is not None, "document": None, "statements": [], "statements_truncated": False,
+             "unlocated": 0, "entities": {}, "held": held}
+    if catalog is None or document is None:
+        return empty
     doc_id = document["doc_id"]
     entities = {
         key: {"key": key, "label": label, "kind": kind, "aliases": list(aliases or []), "mentions": mentions,
@@ -250,28 +324,33 @@ def _entities_in_range(found: dict[str, Any], shown: list[dict[str, Any]], relat
     return listed
 
 
-def _freshness(relative: str, found: dict[str, Any], current_hash: str) -> dict[str, Any]:
-    """Whether the catalog's statements describe the file's current bytes, and if not, why in words."""
+def _freshness(relative: str, found: dict[str, Any], source: _Source) -> dict[str, Any]:
+    """Whether the catalog's statements describe the text shown, and if not, why in words."""
     document = found["document"]
+    text_is = "the text is current"
+    if source.converted_from and source.converted_now:
+        text_is = f"the text is the current {source.converted_from} original converted to Markdown just now"
+    elif source.converted_from:
+        text_is = f"the text is the catalog's Markdown conversion of the current {source.converted_from} original"
     if not found["catalog"]:
         return {"stale": True, "message": f"nothing has been built in this home yet, so the graph holds nothing "
-                                          f"about {relative}; run `engram build` to extract it."}
+                                          f"about {relative} ({text_is}); run `engram build` to extract it."}
     if document is None:
-        message = (f"{relative} is not in the catalog yet (a new note, or a learned note waiting for approval): "
-                   "the text is current, but the graph holds no statements about it until a build takes it in.")
+        what = "a new original" if source.converted_from else "a new note, or a learned note waiting for approval"
+        message = (f"{relative} is not in the catalog yet ({what}): {text_is}, but the graph holds no statements "
+                   "about it until a build takes it in.")
         if found["held"] is not None:
             reason, detail = found["held"]
             message = (f"{relative} is not in the graph: the last build held it back ({reason}: {detail}). "
-                       "The text is current; there are no statements about it.")
+                       f"{text_is[0].upper()}{text_is[1:]}; there are no statements about it.")
         return {"stale": True, "message": message, "held_back": found["held"][0] if found["held"] else None}
     if document["extracted_hash"] is None:
         return {"stale": True, "message": f"{relative} was read by a build but never extracted (extraction failed "
-                                          "or is pending): the text is current, the graph holds no statements "
-                                          "about it yet."}
-    if document["extracted_hash"] != current_hash:
-        return {"stale": True, "message": f"{relative} changed since it was last extracted: the text is current, "
-                                          "but the statements and entities are what the graph holds for the "
-                                          "earlier version, and their line numbers may not match these lines. "
+                                          f"or is pending): {text_is}, the graph holds no statements about it yet."}
+    if not source.current:
+        return {"stale": True, "message": f"{relative} changed since it was last extracted: {text_is}, but the "
+                                          "statements and entities are what the graph holds for the earlier "
+                                          "version, and their line numbers may not match these lines. "
                                           "Run `engram build` to refresh them."}
     return {"stale": False, "message": None}
 

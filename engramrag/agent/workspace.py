@@ -75,7 +75,8 @@ class Workspace:
         return answer.to_json()
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
-        """A document or a line range of it, with the statements the graph holds for those lines."""
+        """A document or a line range of it, with the statements the graph holds for those lines. Originals in
+        the sources folder (``sources/report.pdf``) read as the Markdown they are converted to."""
         return reading.read_document(self.home, self.vault, path, start_line, end_line)
 
     def query_graph(self, sparql: str, limit: int = 200, timeout_s: float = 10.0) -> dict[str, Any]:
