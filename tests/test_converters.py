@@ -427,6 +427,12 @@ def test_lifecycle_builds_converted_sources_with_provenance(tmp_path: Path) -> N
         assert "sources/locked.pdf: could not be converted from PDF" in rejected["sources/locked.pdf"][1]
         assert "encrypted with a password" in rejected["sources/locked.pdf"][1]
 
+        predicates = {row[0] for row in lifecycle.sql(
+            """SELECT DISTINCT s.predicate FROM statements s JOIN documents d USING (doc_id)
+            WHERE d.path = 'sources/report.pdf'"""
+        )}
+        assert "source_format" in predicates  # what the document is stays a fact about it
+        assert not predicates & {"source_sha256", "converted_by", "source_file"}  # bookkeeping does not
         decided = lifecycle.sql(
             """SELECT s.line_start, s.char_start, s.char_end, d.text FROM statements s JOIN documents d USING (doc_id)
             WHERE d.path = 'sources/report.pdf' AND s.predicate = 'decided'"""

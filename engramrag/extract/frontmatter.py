@@ -12,6 +12,7 @@ from typing import Any
 from engramrag.extract.builder import DOCUMENT_KEY, ExtractionBuilder
 from engramrag.extract.kinds import is_date_key, key_kind, kind_from_type
 from engramrag.extract.textutil import iso_date, snake_case, span_at
+from engramrag.vault.converters import BOOKKEEPING_KEYS
 from engramrag.vault.document import Document, Span
 
 HANDLED_KEYS = frozenset(
@@ -46,7 +47,7 @@ def extract_front_matter(document: Document, builder: ExtractionBuilder) -> str:
             predicate = "dated" if key == "date" else "has_status"
             _literal_value(document, builder, key, value, predicate)
     for key, value in front_matter.items():
-        if key in HANDLED_KEYS or isinstance(value, dict):
+        if key in HANDLED_KEYS or key in BOOKKEEPING_KEYS or isinstance(value, dict):
             continue
         predicate, object_kind = snake_case(key), key_kind(key)
         for item in _strings(value):

@@ -38,6 +38,9 @@ from engramrag.vault.errors import DocumentRejected
 from engramrag.vault.markdown import parse_document
 
 CONVERSION_FAILED = "conversion_failed"
+# Front matter a converter writes for change detection and provenance, not knowledge about the document's
+# subject: extractors skip these keys so a converted PDF does not state its own hash and library versions.
+BOOKKEEPING_KEYS = frozenset(("source_file", "converted_by", "source_sha256"))
 
 
 @dataclass(frozen=True)
