@@ -1,4 +1,8 @@
-"""Entity resolution: the machine's candidate pairs, and the overlay of people's verdicts that clusters them."""
+"""Entity resolution: the machine's candidate pairs, and the overlay of people's verdicts that clusters them.
+
+A kind nothing declares (neither core nor a custom kind recorded with its core kind at extraction) does not stop
+either asset: it is compared as Concept, logged as a warning and listed in the metadata as ``unknown_kinds``.
+"""
 
 import dagster as dg
 
@@ -17,9 +21,10 @@ from engramrag.resolve.judge import make_judge
     "front-matter aliases, acronyms, label embeddings, kinds (incompatible kinds veto) and shared documents; "
     "with the evidence sentences of both sides. An optional LLM judge (ENGRAM_LLM_JUDGE=1) adds its opinion.",
 )
-def resolution_candidates(engram: EngramStores) -> dg.MaterializeResult:
+def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     judge = make_judge()  # None unless ENGRAM_LLM_JUDGE=1 (with ENGRAM_LLM_BASE_URL / _MODEL / _API_KEY)
     summary = refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder(), judge=judge)
+    _warn_unknown_kinds(context, summary.unknown_kinds)
     return dg.MaterializeResult(
         metadata={
             "keys": summary.keys,
@@ -27,6 +32,7 @@ def resolution_candidates(engram: EngramStores) -> dg.MaterializeResult:
             "vetoed": summary.vetoed,
             "automatic_merges": summary.automatic,
             "judged": summary.judged,
+            "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
         }
     )
 
@@ -40,8 +46,9 @@ def resolution_candidates(engram: EngramStores) -> dg.MaterializeResult:
     "joining a pair a person marked distinct (also through a third entity). Quads are never rewritten; the "
     "retrieval index joins mentions by these clusters.",
 )
-def resolution_overlay(engram: EngramStores) -> dg.MaterializeResult:
+def resolution_overlay(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     summary, _ = refresh_overlay(engram.home_dir(), engram.vault_config())
+    _warn_unknown_kinds(context, summary.unknown_kinds)
     return dg.MaterializeResult(
         metadata={
             "keys": summary.keys,
@@ -50,5 +57,14 @@ def resolution_overlay(engram: EngramStores) -> dg.MaterializeResult:
             "person_verdicts": summary.person_verdicts,
             "blocked_automatic_merges": len(summary.blocked),
             "conflicting_person_verdicts": dg.MetadataValue.json(summary.conflicts),
+            "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
         }
     )
+
+
+def _warn_unknown_kinds(context: dg.AssetExecutionContext, unknown: dict[str, int]) -> None:
+    if unknown:
+        listed = ", ".join(f"{kind} ({count} mentions)" for kind, count in unknown.items())
+        context.log.warning(
+            f"kinds that no core kind or custom-kind declaration covers were compared as Concept: {listed}"
+        )

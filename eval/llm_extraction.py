@@ -20,8 +20,9 @@ the local OpenAI-compatible test server (tests/llm_server.py, answering every se
                                   [--edit-documents 1000] [--work /tmp/engram-llm-extraction]
 
 The first build also pays for importing Dagster and the stores, so compare concurrencies by the extraction step's
-time. Documents are extracted bucket by bucket (``ENGRAM_BUCKETS``, 16), each bucket with its own pool, so the
-requests in flight are at most the concurrency and at most the pending documents of one bucket.
+time. The pending documents of all buckets share one pool of ``concurrency`` threads, and a document's segments
+are asked one after another (later segments carry the earlier ones' entities as hints), so the requests in flight
+are at most the concurrency and at most the documents still pending; ``peak_in_flight`` is what the server saw.
 
 The server runs in this process on its own threads (its sleep releases the GIL, so it does not slow the build).
 The result goes to ``eval/results/llm-extraction-YYYY-MM-DD.json`` with the machine it ran on; a second run on
@@ -35,6 +36,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,11 +102,13 @@ def throughput_run(work: Path, documents: int, seed: int, latency: float, concur
     if not vault.exists():
         generate_vault(vault, documents, seed)
     home = work / f"home-c{concurrency}"
-    with LLMServer(latency_s=latency, responder=echo_responder) as server:
+    model = SlowModel(latency)
+    with LLMServer(responder=model) as server:
         figures = timed_build(home, vault, server, concurrency)
     extraction_s = figures["extraction_s"] or figures["build_s"]
     figures |= {
         "concurrency": concurrency,
+        "peak_in_flight": model.peak,
         "documents": documents,
         "documents_per_s": round(figures["extracted"] / extraction_s, 2),
         "requests_per_s": round(figures["server_requests"] / extraction_s, 2),
@@ -112,6 +116,26 @@ def throughput_run(work: Path, documents: int, seed: int, latency: float, concur
     print(f"concurrency {concurrency:>2}: build {figures['build_s']:.1f} s, extraction {extraction_s:.1f} s, "
           f"{figures['server_requests']} requests", file=sys.stderr)
     return figures
+
+
+class SlowModel:
+    """``echo_responder`` answering after ``latency_s`` seconds, counting the most requests it held at once."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.in_flight = self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            time.sleep(self.latency_s)
+            return echo_responder(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
 
 def edit_cost(work: Path, documents: int, seed: int) -> dict[str, Any]:
@@ -236,12 +260,13 @@ def request_path(request: dict[str, Any]) -> str:
 def report(result: dict[str, Any]) -> None:
     config = result["config"]
     print(f"throughput: {config['documents']} documents, server latency {config['latency_s']} s per answer")
-    print(f"{'conc':>5} {'build s':>8} {'extract s':>10} {'docs/s':>8} {'req/s':>8} {'requests':>9} {'ok':>5} "
-          f"{'failed':>6}")
+    print(f"{'conc':>5} {'build s':>8} {'extract s':>10} {'docs/s':>8} {'req/s':>8} {'requests':>9} {'peak':>5} "
+          f"{'ok':>5} {'failed':>6}")
     for run in result["throughput"]:
         extraction = f"{run['extraction_s']:.1f}" if run["extraction_s"] is not None else "n/a"
         print(f"{run['concurrency']:>5} {run['build_s']:>8.1f} {extraction:>10} {run['documents_per_s']:>8.2f} "
-              f"{run['requests_per_s']:>8.2f} {run['server_requests']:>9} {run['extracted']:>5} {run['failed']:>6}")
+              f"{run['requests_per_s']:>8.2f} {run['server_requests']:>9} {run['peak_in_flight']:>5} "
+              f"{run['extracted']:>5} {run['failed']:>6}")
     edit = result["edit"]
     if edit:
         print(f"edit: {edit['documents']}-document vault, first build {edit['first_build']['build_s']:.1f} s "

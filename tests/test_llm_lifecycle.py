@@ -1,7 +1,7 @@
 """Model extraction in the lifecycle, against a real OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py):
 builds that call it, per-call accounting in ``llm_calls``, failures retried by the next build only, a one-document
 edit that costs exactly its segments, `engram cost`, `engram build --dry-run`, a killed build resumed without
-paying twice, and documents extracted at once within a bucket."""
+paying twice, and documents extracted at once, within a bucket and across buckets."""
 
 from __future__ import annotations
 
@@ -476,6 +476,31 @@ def test_a_bucket_is_extracted_with_the_extractors_concurrency(tmp_path: Path, c
     rows = catalog_rows(home, "SELECT path, status FROM extraction_runs ORDER BY path")
     assert rows == [(path, "failed" if path == "n3.md" else "ok") for path in sorted(notes)]
     assert catalog_rows(home, "SELECT count(*), sum(requests) FROM llm_calls") == [(len(notes), len(notes))]
+
+
+def test_documents_of_different_buckets_share_the_extractors_concurrency(tmp_path: Path) -> None:
+    """Sixteen buckets with about one document each: a pool per bucket would have one request in flight, one
+    pool across the buckets has the configured four, and writes still come out in bucket then path order."""
+    notes = {f"n{index:02d}.md": f"# N{index}\n\nNote{index} Gamma{index} Delta{index}.\n" for index in range(12)}
+    vault = write_vault(tmp_path / "vault", notes)
+    home = Home.at(tmp_path / "home")
+    config = VaultConfig(bucket_count=16)
+    buckets = list(range(16))
+    model = InFlight(0.3, failing="n05.md")
+    with LLMServer(responder=model) as server:
+        llm = LLMConfig(base_url=server.url, model=MODEL, max_retries=0, concurrency=4)
+        extractor = OpenAIExtractor(llm, ResponseCache.for_home(home))
+        sync_documents(home, vault, config, buckets, "run-1")
+        by_bucket = catalog_rows(home, "SELECT bucket, path FROM documents ORDER BY bucket, path")
+        assert max(Counter(bucket for bucket, _ in by_bucket).values()) <= 3  # spread thin over the buckets
+        summary = extract_documents(home, config, buckets, extractor, "run-1")
+    assert model.most == 4
+    assert summary.extracted == [path for _, path in by_bucket if path != "n05.md"]
+    assert list(summary.failed) == ["n05.md"]
+    assert summary.model_requests == len(server.requests) == len(notes)
+    written = catalog_rows(home, "SELECT path, status FROM extraction_runs ORDER BY bucket, path")
+    assert written == [(path, "failed" if path == "n05.md" else "ok") for _, path in by_bucket]
+    assert catalog_rows(home, "SELECT count(*) FROM documents WHERE extracted_hash = body_hash") == [(11,)]
 
 
 def test_a_copy_of_the_catalog_without_llm_calls_still_reads(scenario: Scenario, tmp_path: Path) -> None:

@@ -3,9 +3,15 @@
 Version 2 added ``llm_calls``. Every table is created with IF NOT EXISTS when a writer opens the catalog, so an
 older catalog gains the new tables there; the last statement then records the version it was brought to (only
 upwards, so an older program opening a newer catalog does not lower it).
+
+Version 3 added ``entities.core_kind`` (the core kind a custom kind was declared under when it was extracted; NULL
+in rows written before, which resolution reads as their ``kind``) and let ``decisions.line_start``/``line_end`` be
+NULL (a decision a model reported whose quote is not in the text). The writer's open applies both to an older
+catalog with idempotent ALTER statements; read-only readers of an older catalog cannot add the column, so they name
+``core_kind`` only when the catalog has it (``resolve.inputs.live_mentions``).
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -55,6 +61,7 @@ CREATE TABLE IF NOT EXISTS entities (
     aliases VARCHAR[],
     mentions INTEGER NOT NULL,
     first_line INTEGER,
+    core_kind VARCHAR,
     PRIMARY KEY (doc_id, entity_key)
 );
 
@@ -81,8 +88,8 @@ CREATE TABLE IF NOT EXISTS decisions (
     title VARCHAR NOT NULL,
     decided_on VARCHAR,
     status VARCHAR,
-    line_start INTEGER NOT NULL,
-    line_end INTEGER NOT NULL,
+    line_start INTEGER,
+    line_end INTEGER,
     supersedes VARCHAR[],
     superseded_by VARCHAR[],
     PRIMARY KEY (doc_id, entity_key)
@@ -191,6 +198,14 @@ CREATE TABLE IF NOT EXISTS builds (
     quads BIGINT NOT NULL,
     statements BIGINT NOT NULL
 );
+"""
+
+# Version 3 on a catalog made before it (each statement does nothing on a catalog that already has it). The new
+# column comes last, as CREATE TABLE puts it, so both kinds of catalog have the same column order.
+TABLES += """
+ALTER TABLE entities ADD COLUMN IF NOT EXISTS core_kind VARCHAR;
+ALTER TABLE decisions ALTER COLUMN line_start DROP NOT NULL;
+ALTER TABLE decisions ALTER COLUMN line_end DROP NOT NULL;
 """
 
 # Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has

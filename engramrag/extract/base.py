@@ -65,13 +65,17 @@ class Statement:
 
 @dataclass(frozen=True)
 class DecisionRecord:
-    """A dated decision from DECISIONS.md or an ADR file. ``entity_key`` names its Decision entity."""
+    """A dated decision from DECISIONS.md, an ADR file or a model's answer. ``entity_key`` names its Decision entity.
+
+    ``span`` is where the record is written, or None when it honestly cannot be located (a model reported the
+    decision with a quote that is not verbatim in the document): the decision is kept, a position is never invented.
+    """
 
     entity_key: str
     title: str
     date: str | None  # ISO yyyy-mm-dd when known
     status: str | None  # normalised lower-case status: accepted, proposed, superseded, deprecated, ...
-    span: Span
+    span: Span | None
     supersedes: tuple[str, ...] = ()  # references as written: "ADR-0001", "0001-use-sqlite.md"
     superseded_by: tuple[str, ...] = ()
 
@@ -86,8 +90,20 @@ class Extraction:
     decisions: list[DecisionRecord] = field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
-    unlocated_quotes: int = 0
+    unlocated_quotes: int = 0  # model quotes not found in the text: their items (decisions too) have no span
     calls: list[CallRecord] = field(default_factory=list)  # model calls made for it (model extractors only)
+    # The custom kinds its entities use, each with the core kind it was declared under when it was extracted. It
+    # travels with the extraction (into the document graph and the catalog) so that resolution, run later, does not
+    # depend on the configuration still declaring it.
+    custom_kinds: dict[str, str] = field(default_factory=dict)
+
+    def core_kind_of(self, kind: str) -> str | None:
+        """The core kind ``kind`` stands for in this extraction: itself when core, its declared parent when a
+        custom kind, None when it is neither (resolution then treats it as Concept, and says so)."""
+        if kind in CORE_KINDS:
+            return kind
+        parent = self.custom_kinds.get(kind)
+        return parent if parent in CORE_KINDS else None
 
 
 class Extractor(Protocol):

@@ -185,7 +185,7 @@ class ExtractionBuilder:
         ]
         entities.sort(key=lambda e: (e.key != DOCUMENT_KEY, e.spans[0].start if e.spans else 1 << 62, e.key))
         statements = sorted(self._statements.values(), key=_statement_order)
-        decisions = sorted(self.decisions, key=lambda d: (d.span.start, d.entity_key))
+        decisions = sorted(self.decisions, key=lambda d: (d.span is None, d.span.start if d.span else 0, d.entity_key))
         return Extraction(
             extractor=extractor, version=version, entities=entities, statements=statements, decisions=decisions
         )

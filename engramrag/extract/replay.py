@@ -142,7 +142,7 @@ class ReplayExtractor:
                 "made from, so extract this document with another backend or regenerate the file"
             )
         builder = ExtractionBuilder(document)
-        _add_document_entity(document, builder)
+        add_document_entity(document, builder)
         finder = _Finder(document)
         for label in entry.entities:
             _add_entity(builder, finder, label)
@@ -187,7 +187,7 @@ def guess_kind(label: str) -> str:
     return "Quantity" if QUANTITY_LABEL.fullmatch(label) or is_quantity(label) else "Concept"
 
 
-def _add_document_entity(document: Document, builder: ExtractionBuilder) -> None:
+def add_document_entity(document: Document, builder: ExtractionBuilder) -> None:
     """The document entity (key ``doc``), as the rules extractor makes it: titled, kind from front matter
     ``type`` or Document, located at the front matter title and at a heading that repeats the title."""
     front_matter = document.front_matter

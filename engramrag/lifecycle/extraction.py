@@ -7,17 +7,20 @@ not yet extracted, so the next run extracts it again and replaces the same graph
 What a model extractor already paid for is not lost with the run: its response cache keeps every answer the
 moment it arrives, so the repeated extraction reads those answers instead of asking again.
 
-An extractor that waits on a server (``concurrency`` above 1) has several documents of a bucket extracted at
-once by a thread pool; parsing and extracting happen there, while building graphs and writing stay on the
-calling thread, in path order, exactly as with one worker. Every model call a document made, failed ones
-included, becomes an ``llm_calls`` row in the same bucket transaction as the document's other rows.
+Extraction itself happens outside the stores' lock. An extractor that waits on a server (``concurrency``
+above 1) gets one thread pool for the pending documents of all the requested buckets, so a small bucket does
+not leave the server idle while the next one is read: requests in flight are bounded by the concurrency, not
+by how the documents fall into buckets. Writing stays on the calling thread, one bucket at a time in bucket
+order and each bucket in path order, exactly as with one worker, while the pool goes on with later buckets.
+Every model call a document made, failed ones included, becomes an ``llm_calls`` row in the same bucket
+transaction as the document's other rows.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -101,31 +104,87 @@ def extract_documents(
     home: Home, config: VaultConfig, buckets: list[int], extractor: Extractor, run_id: str | None
 ) -> ExtractionSummary:
     summary = ExtractionSummary()
+    current = extractor_id(extractor)
     progress = Progress("extract documents", pending_counts(home, config, buckets, extractor), every=10)
-    for bucket in buckets:
-        with catalog_writer(home, config.bucket_count) as catalog, QuadStore.opened(home.quads_path) as quads:
-            summary.merge(_extract_bucket(catalog, quads, config, bucket, extractor, run_id, progress))
+    with _DocumentPool(extractor, config) as pool:
+        if pool.spans_buckets:
+            for bucket, rows in _pending_rows(home, config, buckets, current).items():
+                pool.submit(bucket, rows)
+        for bucket in buckets:
+            if not pool.spans_buckets:
+                pool.submit(bucket, _pending_rows(home, config, [bucket], current)[bucket])
+            attempts = pool.attempts(bucket)
+            with catalog_writer(home, config.bucket_count) as catalog, QuadStore.opened(home.quads_path) as quads:
+                summary.merge(_extract_bucket(catalog, quads, bucket, extractor, run_id, progress, attempts))
     return summary
+
+
+def _pending_rows(home: Home, config: VaultConfig, buckets: list[int], current: str) -> dict[int, list[tuple]]:
+    """The documents of each bucket that need extracting, in path order, read in one short catalog session."""
+    pending: dict[int, list[tuple]] = {bucket: [] for bucket in buckets}
+    with catalog_writer(home, config.bucket_count) as catalog:
+        rows = catalog.execute(
+            f"""SELECT bucket, doc_id, path, text FROM documents WHERE list_contains(?, bucket) AND NOT gone
+            AND {NEEDS_EXTRACTION} ORDER BY bucket, path""",
+            [buckets, current],
+        ).fetchall()
+    for bucket, doc_id, path, text in rows:
+        pending[bucket].append((doc_id, path, text))
+    return pending
+
+
+class _DocumentPool:
+    """Parses and extracts pending documents: on one thread pool shared by every bucket when the extractor has
+    a concurrency above 1, at submission otherwise. ``attempts(bucket)`` waits for that bucket's documents and
+    returns them in path order, whatever finished first. Leaving the pool early (an interrupted or failed run)
+    cancels what has not started; what finished is kept by the extractor's cache."""
+
+    def __init__(self, extractor: Extractor, config: VaultConfig) -> None:
+        self.extractor, self.config = extractor, config
+        workers = extraction_workers(extractor)
+        self.spans_buckets = workers > 1
+        self._executor = (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="engram-extract") if workers > 1 else None
+        )
+        self._running: dict[int, list[Future[_Attempt]]] = {}
+        self._finished: dict[int, list[_Attempt]] = {}
+
+    def __enter__(self) -> _DocumentPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, bucket: int, rows: list[tuple]) -> None:
+        if self._executor is None:
+            self._finished[bucket] = [_attempt(self.extractor, self.config, row) for row in rows]
+        else:
+            self._running[bucket] = [self._executor.submit(_attempt, self.extractor, self.config, row)
+                                     for row in rows]
+
+    def attempts(self, bucket: int) -> list[_Attempt]:
+        if bucket in self._finished:
+            return self._finished.pop(bucket)
+        return [future.result() for future in self._running.pop(bucket, [])]
 
 
 def _extract_bucket(
     catalog: duckdb.DuckDBPyConnection,
     quads: QuadStore,
-    config: VaultConfig,
     bucket: int,
     extractor: Extractor,
     run_id: str | None,
     progress: Progress,
+    attempts: Iterable[_Attempt],
 ) -> ExtractionSummary:
     summary = ExtractionSummary()
     current = extractor_id(extractor)
     now = datetime.now(UTC)
     gone = catalog.execute("SELECT doc_id, path FROM documents WHERE bucket = ? AND gone", [bucket]).fetchall()
-    pending = catalog.execute(
-        f"""SELECT doc_id, path, text, mtime_ns FROM documents WHERE bucket = ? AND NOT gone
-        AND {NEEDS_EXTRACTION} ORDER BY path""",
-        [bucket, current],
-    ).fetchall()
+    # A document deleted while it was being extracted (a sync in between) must not get rows or graphs back.
+    live_rows = catalog.execute("SELECT doc_id FROM documents WHERE bucket = ? AND NOT gone", [bucket]).fetchall()
+    live = {doc_id for (doc_id,) in live_rows}
 
     deletions = []
     for doc_id, path in gone:
@@ -142,7 +201,10 @@ def _extract_bucket(
     runs: list[dict] = []
     calls: list[dict] = []
     written: list[tuple[str, DocumentGraphs]] = []
-    for attempt in _attempts(extractor, config, pending):
+    for attempt in attempts:
+        if attempt.doc_id not in live:
+            progress.advance()
+            continue
         started = time.perf_counter()
         graphs = None
         error = attempt.error
@@ -187,24 +249,8 @@ def extraction_workers(extractor: Extractor) -> int:
         return 1
 
 
-def _attempts(extractor: Extractor, config: VaultConfig, pending: list[tuple]) -> Iterator[_Attempt]:
-    """Parse and extract every pending document, yielding the attempts in the order of ``pending`` (path
-    order). With more than one worker the documents are extracted at once; a run interrupted while waiting
-    cancels what has not started, and what finished is kept by the extractor's own cache."""
-    workers = min(extraction_workers(extractor), len(pending))
-    if workers <= 1:
-        for row in pending:
-            yield _attempt(extractor, config, row)
-        return
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="engram-extract")
-    try:
-        yield from pool.map(lambda row: _attempt(extractor, config, row), pending)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _attempt(extractor: Extractor, config: VaultConfig, row: tuple) -> _Attempt:
-    doc_id, path, text, _ = row
+    doc_id, path, text = row
     started = time.perf_counter()
     document = extraction = None
     try:
@@ -284,7 +330,8 @@ def _collect_rows(rows: dict[str, list[dict]], document: Document, extraction: E
         rows["entities"].append({"doc_id": doc_id, "entity_key": entity.key, "label": entity.label,
                                  "kind": entity.kind, "aliases": list(entity.aliases),
                                  "mentions": len(entity.spans),
-                                 "first_line": min((s.line_start for s in entity.spans), default=None)})
+                                 "first_line": min((s.line_start for s in entity.spans), default=None),
+                                 "core_kind": extraction.core_kind_of(entity.kind)})
     seen = set()
     for statement in extraction.statements:
         sid = statement_id(statement)
@@ -308,7 +355,8 @@ def _collect_rows(rows: dict[str, list[dict]], document: Document, extraction: E
         decided.add(decision.entity_key)
         rows["decisions"].append({"doc_id": doc_id, "entity_key": decision.entity_key, "title": decision.title,
                                   "decided_on": decision.date, "status": decision.status,
-                                  "line_start": decision.span.line_start, "line_end": decision.span.line_end,
+                                  "line_start": decision.span.line_start if decision.span else None,
+                                  "line_end": decision.span.line_end if decision.span else None,
                                   "supersedes": list(decision.supersedes),
                                   "superseded_by": list(decision.superseded_by)})
 

@@ -9,7 +9,6 @@ rewritten: a merge lives only in ``entity_clusters`` and in the index built from
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +21,10 @@ from engramrag.catalog.connection import catalog_writer, has_table
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
-from engramrag.resolve.candidates import Candidate, CandidateConfig, comparable_kind, find_candidates
+from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
 from engramrag.resolve.clusters import Clustering, cluster
+from engramrag.resolve.inputs import live_mentions, unknown_kinds
+from engramrag.resolve.keytable import key_kinds
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
@@ -43,6 +44,7 @@ class CandidateSummary:
     vetoed: int
     automatic: int
     judged: int = 0
+    unknown_kinds: dict[str, int] = field(default_factory=dict)  # kind -> mentions compared as Concept
 
 
 @dataclass
@@ -53,6 +55,7 @@ class OverlaySummary:
     person_verdicts: int
     blocked: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    unknown_kinds: dict[str, int] = field(default_factory=dict)  # kind -> mentions compared as Concept
 
 
 def refresh_candidates(
@@ -91,6 +94,7 @@ def refresh_candidates(
         vetoed=sum(c.vetoed for c in candidates),
         automatic=sum(c.auto_merge and not c.vetoed for c in candidates),
         judged=len(verdicts),
+        unknown_kinds=unknown_kinds(mentions),
     )
 
 
@@ -103,7 +107,8 @@ def refresh_overlay(
     with catalog_writer(home, config.bucket_count) as catalog:
         mentions = live_mentions(catalog)
         automatic = _automatic_pairs(catalog)
-    keys, kinds = _keys_and_kinds(mentions)
+    kinds = key_kinds(mentions)
+    keys = list(kinds)
     known = set(keys)
     automatic = [(left, right, score) for left, right, score in automatic if left in known and right in known]
     clustering = cluster(keys, automatic, verdicts, candidate_config.auto_merge_threshold, kinds=kinds)
@@ -146,28 +151,9 @@ def refresh_overlay(
         person_verdicts=len(verdicts),
         blocked=[item.reason for item in clustering.blocked if item.source == "automatic"],
         conflicts=[item.reason for item in clustering.conflicts],
+        unknown_kinds=unknown_kinds(mentions),
     )
     return summary, clustering
-
-
-def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """The entity mentions of the documents that are not gone."""
-    return catalog.execute(
-        """
-        SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line
-        FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone ORDER BY e.doc_id, e.entity_key
-        """
-    ).df()
-
-
-def _keys_and_kinds(mentions: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
-    kinds: dict[str, Counter[str]] = {}
-    for label, kind in zip(mentions["label"], mentions["kind"], strict=True):
-        key = normalise_label(label)
-        if key:
-            kinds.setdefault(key, Counter())[kind] += 1
-    # The clusters' kind check compares keys as the candidates do (a note or link target is not yet a kind).
-    return sorted(kinds), {key: comparable_kind(counts) for key, counts in kinds.items()}
 
 
 def _key_vectors(home: Home, embedder: Embedder, mentions: pd.DataFrame) -> dict[str, np.ndarray]:

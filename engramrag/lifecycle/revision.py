@@ -17,6 +17,7 @@ import pyoxigraph as ox
 from engramrag.catalog.connection import catalog_writer
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.ontology.quadstore import QuadStore
+from engramrag.resolve.inputs import has_column
 from engramrag.revise.supersession import (
     SupersessionConfig,
     SupersessionProposal,
@@ -139,8 +140,10 @@ def _proposals(
             "SELECT doc_id, subject, predicate, object, object_is_entity, line_start FROM statements "
             f"WHERE doc_id IN ({live})"
         ).df()
+        # A custom kind is judged as the core kind it was declared under (a "Researcher" is a Person).
+        kind = "coalesce(core_kind, kind) AS kind" if has_column(catalog, "entities", "core_kind") else "kind"
         entities = catalog.execute(
-            f"SELECT doc_id, entity_key, label, kind FROM entities WHERE doc_id IN ({live})"
+            f"SELECT doc_id, entity_key, label, {kind} FROM entities WHERE doc_id IN ({live})"
         ).df()
     return propose_supersessions(decisions, documents, statements, entities, supersession_config), len(decisions)
 

@@ -5,6 +5,10 @@ PageRank use, and as a Statement node that carries the provenance: the original 
 lines, the document it was derived from, the human author (``pav:authoredBy``, assertion graph only) and
 the extractor (``pav:createdBy``).
 
+An entity is typed with its kind's class. A custom kind is declared where it is used: the assertion graph states
+``kind:Custom rdfs:subClassOf kind:Core`` as the extraction declared it, so the declaration is replaced with the
+document's graphs and never depends on the configuration of a later run.
+
 The vocabulary is rdflib's (``vocab.py``); the terms are built directly as the quad store's own
 (pyoxigraph) terms. Measured on the synthetic vault, building rdflib terms and converting them cost 13 ms
 of a document's 23 ms of RDF work; native terms cost under 3 ms, and the store takes them as they are.
@@ -22,7 +26,6 @@ from engramrag.ontology.vocab import (
     DCTERMS,
     ENGRAM,
     ENTITY_FRAGMENT,
-    KIND,
     PAV,
     PROV,
     RDF,
@@ -33,6 +36,7 @@ from engramrag.ontology.vocab import (
     agent_iri,
     document_graphs,
     extractor_iri,
+    kind_iri,
     relation_iri,
 )
 from engramrag.vault.document import Document
@@ -47,6 +51,7 @@ def _iri(term: str) -> ox.NamedNode:
 
 
 TYPE, LABEL, ALT_LABEL = _iri(RDF.type), _iri(RDFS.label), _iri(SKOS.altLabel)
+SUBCLASS_OF = _iri(RDFS.subClassOf)
 STATEMENT, ENTITY, DOCUMENT = _iri(ENGRAM.Statement), _iri(ENGRAM.Entity), _iri(ENGRAM.Document)
 PROV_ENTITY, SOFTWARE_AGENT, AGENT = _iri(PROV.Entity), _iri(PROV.SoftwareAgent), _iri(PROV.Agent)
 TITLE, PATH, BODY_HASH, AGENT_AUTHORED, MODEL = (
@@ -121,12 +126,15 @@ def build_document_graphs(document: Document, extraction: Extraction) -> Documen
     for entity in extraction.entities:
         node = ox.NamedNode(entity_prefix + entity.key)
         add((node, TYPE, ENTITY))
-        add((node, TYPE, _iri(KIND[entity.kind])))
+        add((node, TYPE, _kind(entity.kind)))
         add((node, LABEL, ox.Literal(entity.label)))
         add((node, MENTIONED_IN, doc))
         add((node, MENTION_COUNT, _integer(len(entity.spans))))
         for alias in entity.aliases:
             add((node, ALT_LABEL, ox.Literal(alias)))
+
+    for kind, parent in sorted(extraction.custom_kinds.items()):
+        add((_kind(kind), SUBCLASS_OF, _kind(parent)))
 
     context = _StatementContext(document, doc, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}", extractor, author)
     for statement in extraction.statements:
@@ -194,6 +202,11 @@ def _integer(value: int) -> ox.Literal:
 @lru_cache(maxsize=4096)
 def _relation(predicate: str) -> ox.NamedNode:
     return _iri(relation_iri(predicate))
+
+
+@lru_cache(maxsize=256)
+def _kind(kind: str) -> ox.NamedNode:
+    return _iri(kind_iri(kind))
 
 
 __all__ = ["DocumentGraphs", "build_document_graphs", "statement_id"]

@@ -64,3 +64,9 @@ def extractor_iri(name: str, version: str) -> URIRef:
 
 def relation_iri(predicate: str) -> URIRef:
     return REL[quote(predicate, safe="")]
+
+
+def kind_iri(kind: str) -> URIRef:
+    """The class of a kind: a core kind (``kind:Person``) or a custom kind from configuration (``kind:Dataset``),
+    which a document graph that uses it declares ``rdfs:subClassOf`` its core kind."""
+    return KIND[quote(kind, safe="")]

@@ -124,13 +124,16 @@ def find_candidates(
 ) -> list[Candidate]:
     """Candidate pairs of different stable keys, best first.
 
-    ``mentions``: the catalog's ``entities`` rows (doc_id, entity_key, label, kind, aliases, mentions, first_line).
+    ``mentions``: the catalog's ``entities`` rows (doc_id, entity_key, label, kind, aliases, mentions, first_line,
+    and optionally core_kind: the core kind a custom kind was declared under when it was extracted).
     ``documents``: doc_id, path, and optionally ``aliases`` (list) or ``front_matter`` (JSON or dict) for the
     declared aliases, and ``text`` for the evidence sentences. ``vectors``: one unit vector per stable key.
+    ``custom_kinds`` declares custom kinds for rows without a ``core_kind``; a kind nothing declares is compared as
+    Concept (``resolve.inputs.unknown_kinds`` lists them), never an error.
     """
     config = config or CandidateConfig()
-    table = build_key_table(mentions, documents, vectors, config.max_posting)
-    scorer = _Scorer(table, config, custom_kinds)
+    table = build_key_table(mentions, documents, vectors, config.max_posting, custom_kinds)
+    scorer = _Scorer(table, config)
     found = []
     for (i, j), edit in sorted(blocked_pairs(table, config).items()):
         candidate = scorer.score(i, j, edit)
@@ -154,8 +157,8 @@ def all_pair_candidates(
 ) -> list[Candidate]:
     """The same scoring over every pair, without blocking: quadratic, for checking the blocking on small inputs."""
     config = config or CandidateConfig()
-    table = build_key_table(mentions, documents, vectors, config.max_posting)
-    scorer, n = _Scorer(table, config, custom_kinds), len(table.keys)
+    table = build_key_table(mentions, documents, vectors, config.max_posting, custom_kinds)
+    scorer, n = _Scorer(table, config), len(table.keys)
     found = [scorer.score(i, j) for i in range(n) for j in range(i + 1, n)]
     return sorted(
         (c for c in found if c is not None), key=lambda c: (-c.score, c.vetoed, c.left_key, c.right_key)
@@ -180,10 +183,10 @@ def candidates_frame(candidates: Iterable[Candidate]) -> pd.DataFrame:
 
 
 class _Scorer:
-    """Scores pairs of the key table; kind compatibility is looked up once per pair of kinds."""
+    """Scores pairs of the key table; kind compatibility is looked up once per pair of (core) kinds."""
 
-    def __init__(self, table: KeyTable, config: CandidateConfig, custom_kinds: Mapping[str, str] | None) -> None:
-        self.table, self.config, self.custom_kinds = table, config, custom_kinds
+    def __init__(self, table: KeyTable, config: CandidateConfig) -> None:
+        self.table, self.config = table, config
         self.compatible: dict[tuple[str, str], bool] = {}
         self.alias_weights = {
             "declared": config.declared_alias_weight,
@@ -256,7 +259,7 @@ class _Scorer:
 
     def _compatible(self, a: str, b: str) -> bool:
         if (a, b) not in self.compatible:
-            self.compatible[(a, b)] = compatible(a, b, self.custom_kinds)
+            self.compatible[(a, b)] = compatible(a, b)  # the key table compares core kinds only
         return self.compatible[(a, b)]
 
 

@@ -13,7 +13,8 @@ The rules, in the order they are applied:
 4. Optionally (``kinds``), an automatic join is refused when the two clusters hold kinds that cannot be one
    thing. Concept is compatible with nearly every kind, so a chain Person ~ Concept ~ Place would otherwise
    put a person and a place together although no single candidate pair was incompatible. A person's
-   ``same`` is not refused for kinds: the extractor's kind is a guess and the person may know better.
+   ``same`` is not refused for kinds: the extractor's kind is a guess and the person may know better. A custom
+   kind counts as its core kind; a kind nothing declares counts as Concept and is listed in ``unknown_kinds``.
 
 The result depends only on the inputs as sets: they are sorted before use, and a cluster's id is its
 smallest member key, which is stable across rebuilds because keys are normalised labels.
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engramrag.decisions.store import MERGE, Verdict
-from engramrag.resolve.kinds import compatible, core_kind
+from engramrag.resolve.kinds import compatible, core_kind_or_concept, is_known
 
 HIERARCHY_VERDICTS = ("broader", "narrower", "related")
 
@@ -78,6 +79,7 @@ class Clustering:
     blocked: tuple[BlockedJoin, ...]
     related: tuple[RelatedEdge, ...]
     _members: dict[str, tuple[str, ...]] = field(repr=False)
+    unknown_kinds: tuple[str, ...] = ()  # kinds of ``kinds`` that nothing declares, compared as Concept
 
     def members(self, cluster_id: str) -> tuple[str, ...]:
         """The sorted member keys of a cluster; KeyError for an id that is not a cluster."""
@@ -166,9 +168,11 @@ def cluster(
     """
     ordered = sorted(set(keys))
     known = set(ordered)
+    given = {key: kinds[key] for key in ordered if key in kinds} if kinds is not None else {}
     core_kinds = (
-        {key: core_kind(kinds[key], custom_kinds) for key in ordered if key in kinds} if kinds is not None else None
+        {key: core_kind_or_concept(kind, custom_kinds) for key, kind in given.items()} if kinds is not None else None
     )
+    unknown = tuple(sorted({kind for kind in given.values() if not is_known(kind, custom_kinds)}))
     forest = _Forest(ordered, core_kinds)
     people = _people_verdicts(verdicts, known)
     judged = {(verdict.left_key, verdict.right_key) for verdict in people}
@@ -195,7 +199,9 @@ def cluster(
         for verdict in sorted(people, key=lambda verdict: (verdict.left_key, verdict.right_key))
         if verdict.verdict in HIERARCHY_VERDICTS
     )
-    return Clustering(cluster_of=cluster_of, blocked=tuple(blocked), related=related, _members=members)
+    return Clustering(
+        cluster_of=cluster_of, blocked=tuple(blocked), related=related, _members=members, unknown_kinds=unknown
+    )
 
 
 def _people_verdicts(verdicts: Iterable[Verdict], known: set[str]) -> list[Verdict]:

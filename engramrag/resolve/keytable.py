@@ -2,7 +2,9 @@
 
 One job: turn the catalog's document-scoped mention rows (and the notes' front matter and file names) into
 per-key columns in sorted key order: the label shown, the kind shown and the kind compared, the compact form,
-words, documents, declared and written aliases, acronyms, numbers and the label vector. The blocking and the
+words, documents, declared and written aliases, acronyms, numbers and the label vector. The kind shown is the
+mentions' own (a custom kind stays "Dataset"); the kind compared is a core kind (``resolve.inputs``), so a custom
+kind is compared as the core kind it was declared under and an unknown kind as Concept. The blocking and the
 scorer then work on row numbers of this table and never look at the mention rows again.
 """
 
@@ -19,6 +21,7 @@ import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
+from engramrag.resolve.inputs import mention_core_kinds
 from engramrag.resolve.surface import (
     COMPACT_DROP,
     DIGITS,
@@ -38,8 +41,8 @@ class KeyTable:
 
     keys: list[str]
     labels: list[str]
-    kinds: list[str]  # shown: the dominant kind
-    check_kinds: list[str]  # compared: the dominant specific kind, or Concept when only Concept/Document is known
+    kinds: list[str]  # shown: the dominant kind, custom kinds as they are
+    check_kinds: list[str]  # compared: the dominant specific core kind, or Concept when only Concept/Document is known
     compact: list[str]
     words: list[tuple[str, ...]]  # the key's words in order
     tokens: list[frozenset[str]]
@@ -59,23 +62,29 @@ def build_key_table(
     documents: pd.DataFrame | None,
     vectors: Mapping[str, np.ndarray] | None,
     max_posting: int,
+    custom_kinds: Mapping[str, str] | None = None,
 ) -> KeyTable:
     """The table of the stable keys of ``mentions`` (see ``find_candidates`` for the columns). An alias owned by
-    more than ``max_posting`` keys is generic and does not count as a shared alias."""
+    more than ``max_posting`` keys is generic and does not count as a shared alias. ``custom_kinds`` declares custom
+    kinds for mention rows that do not carry their ``core_kind``."""
     labels: dict[str, Counter[str]] = defaultdict(Counter)
     kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    core_kinds: dict[str, Counter[str]] = defaultdict(Counter)
     docs: dict[str, set[str]] = defaultdict(set)
     declared_raw: dict[str, set[str]] = defaultdict(set)
     written_raw: dict[str, set[str]] = defaultdict(set)
     rows: dict[str, list[tuple[str, str, int | None, int]]] = defaultdict(list)
     title_key: dict[str, str] = {}
     columns = ["doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line"]
-    for doc_id, entity_key, label, kind, aliases, count, first_line in mentions[columns].itertuples(index=False):
+    cores = mention_core_kinds(mentions, custom_kinds)
+    for row, core in zip(mentions[columns].itertuples(index=False), cores, strict=True):
+        doc_id, entity_key, label, kind, aliases, count, first_line = row
         key = normalise_label(str(label))
         if not key:
             continue
         labels[key][str(label)] += 1
         kinds[key][str(kind)] += 1
+        core_kinds[key][core or "Concept"] += 1
         docs[key].add(str(doc_id))
         rows[key].append((str(doc_id), str(label), _int_or_none(first_line), int(count)))
         if entity_key == DOCUMENT_KEY:
@@ -99,7 +108,7 @@ def build_key_table(
         keys=keys,
         labels=[_display_label(labels[key]) for key in keys],
         kinds=[dominant_kind(kinds[key]) for key in keys],
-        check_kinds=[comparable_kind(kinds[key]) for key in keys],
+        check_kinds=[comparable_kind(core_kinds[key]) for key in keys],
         compact=compact,
         words=words,
         tokens=[frozenset(w) for w in words],
@@ -131,6 +140,18 @@ def comparable_kind(kinds: Counter[str]) -> str:
     against "Minji Park" the Person. It is compared as Concept, the kind the table keeps open."""
     kind = dominant_kind(kinds)
     return "Concept" if kind in WEAK_KINDS else kind
+
+
+def key_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Per stable key, the core kind it is compared by, as the candidates compare it (for the clusters' kind
+    check): a custom kind as its declared core kind, an unknown kind as Concept."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    cores = mention_core_kinds(mentions, custom_kinds)
+    for label, core in zip(mentions["label"], cores, strict=True):
+        key = normalise_label(str(label))
+        if key:
+            counts[key][core or "Concept"] += 1
+    return {key: comparable_kind(counts[key]) for key in sorted(counts)}
 
 
 def _declare_from_documents(documents: pd.DataFrame, title_key: dict[str, str], declared: dict[str, set[str]]):

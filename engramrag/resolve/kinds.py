@@ -12,7 +12,14 @@ loosely the kind was guessed are vetoed:
 - Person only with Person and Concept; Place only with Place and Concept;
 - the loose pairs listed in ``LOOSE_PAIRS`` below, each with the reason people name both kinds alike.
 
-Custom kinds from configuration are declared under a core kind and behave exactly like it.
+Custom kinds from configuration are declared under a core kind and behave exactly like it. The declaration
+travels with the extraction (the catalog's ``entities.core_kind``, the document graph's ``rdfs:subClassOf``), so
+resolution does not need the configuration that extracted them.
+
+``core_kind`` and ``compatible`` are strict: an unknown kind is a clear error, for configuration and callers that
+must not guess. Resolution of a vault must never stop on a kind it was not told about (a catalog row written before
+``core_kind`` existed, a replayed extraction, a configuration since changed), so its paths use
+``core_kind_or_concept``: such a kind is compared as Concept, the kind that claims nothing, and reported.
 """
 
 from __future__ import annotations
@@ -56,9 +63,19 @@ def core_kind(kind: str, custom_kinds: Mapping[str, str] | None = None) -> str:
     raise ValueError(f"unknown kind {kind!r}; the core kinds are {', '.join(CORE_KINDS)}{custom}")
 
 
+def is_known(kind: str, custom_kinds: Mapping[str, str] | None = None) -> bool:
+    """Whether ``kind`` is a core kind or a custom kind declared under one."""
+    return kind in CORE_KINDS or bool(custom_kinds and custom_kinds.get(kind) in CORE_KINDS)
+
+
+def core_kind_or_concept(kind: str, custom_kinds: Mapping[str, str] | None = None) -> str:
+    """The core kind ``kind`` stands for, or Concept when it is unknown (see ``is_known``); never raises."""
+    return core_kind(kind, custom_kinds) if is_known(kind, custom_kinds) else "Concept"
+
+
 def compatible(kind_a: str, kind_b: str, custom_kinds: Mapping[str, str] | None = None) -> bool:
     """Whether entities of these two kinds may be the same thing, so that a merge of them is allowed."""
     return frozenset((core_kind(kind_a, custom_kinds), core_kind(kind_b, custom_kinds))) in COMPATIBLE
 
 
-__all__ = ["COMPATIBLE", "CORE_KINDS", "LOOSE_PAIRS", "compatible", "core_kind"]
+__all__ = ["COMPATIBLE", "CORE_KINDS", "LOOSE_PAIRS", "compatible", "core_kind", "core_kind_or_concept", "is_known"]

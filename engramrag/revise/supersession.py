@@ -134,9 +134,9 @@ class DecisionSide:
     title: str
     decided_on: str | None
     status: str | None
-    line_start: int
-    line_end: int
-    quote: str  # the exact source lines line_start..line_end
+    line_start: int | None  # None: a decision whose record could not be located in the text
+    line_end: int | None
+    quote: str  # the exact source lines line_start..line_end; empty when not located
 
 
 @dataclass(frozen=True)
@@ -294,11 +294,14 @@ def _records(
         if key in taken:  # the same title twice in one document: tell the records apart by date
             key = f"{key}@{date or entity_key}"
         taken.add(key)
-        line_start, line_end, quote = _quote(text, int(row["line_start"]), int(row["line_end"]))
+        line_start, line_end, quote = _located(text, row.get("line_start"), row.get("line_end"))
         subjects, linked = set(), set()
         for _, subject, _predicate, obj, object_is_entity, line in by_doc[doc_id]:
             own = subject == entity_key
-            inside = line is not None and not pd.isna(line) and line_start <= int(line) <= line_end
+            inside = (
+                line_start is not None and line is not None and not pd.isna(line)
+                and line_start <= int(line) <= line_end
+            )
             if not (own or inside):
                 continue
             for mention, is_entity in ((subject, True), (obj, bool(object_is_entity))):
@@ -333,6 +336,14 @@ def _records(
             )
         )
     return records
+
+
+def _located(text: str, line_start: Any, line_end: Any) -> tuple[int | None, int | None, str]:
+    """The decision's lines and quote; for a decision that was never located (NULL lines) no lines and no quote,
+    and only its own statements give it subjects."""
+    if line_start is None or line_end is None or pd.isna(line_start) or pd.isna(line_end):
+        return None, None, ""
+    return _quote(text, int(line_start), int(line_end))
 
 
 def _quote(text: str, line_start: int, line_end: int) -> tuple[int, int, str]:

@@ -7,8 +7,10 @@ up in the response cache first and written to it the moment it is paid for.
 Answers become entities and statements through the same ``ExtractionBuilder`` as every other backend. Every
 item carries the quote it came from; the quote is looked up in its segment and gives the span. A quote that is
 not in the text is counted in ``unlocated_quotes`` and its item kept without a span: the model's word is kept,
-a position is never invented. Statements are what the document states (role ``assertion``); predicates are the
-relation's wording in snake_case, as in the replay backend.
+a position is never invented; a dated decision whose quote is not found is kept as a record without a span.
+Statements are what the document states (role ``assertion``); predicates are the relation's wording in snake_case,
+as in the replay backend. The custom kinds the entities use leave with the extraction, each with the core kind it was
+declared under, so that the document graph and the catalog keep the declaration whatever the configuration later is.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engramrag.extract.base import DecisionRecord, Extraction
+from engramrag.extract.base import CORE_KINDS, DecisionRecord, Extraction
 from engramrag.extract.builder import DOCUMENT_KEY, ExtractionBuilder, entity_key, identity
 from engramrag.extract.decision_fields import parse_status
 from engramrag.extract.llm import prompt
@@ -28,7 +30,7 @@ from engramrag.extract.llm.calls import CallRecord, LLMExtractionFailed
 from engramrag.extract.llm.client import ChatFailed, StructuredChat
 from engramrag.extract.llm.config import LLMConfig
 from engramrag.extract.llm.segments import Segment, locate, locate_within, split_segments
-from engramrag.extract.replay import _add_document_entity, guess_kind, relation_id
+from engramrag.extract.replay import add_document_entity, guess_kind, relation_id
 from engramrag.extract.textutil import TextViews, span_at
 from engramrag.vault.document import Document, Span
 
@@ -60,6 +62,7 @@ class OpenAIExtractor:
         self.concurrency = config.concurrency
         self.chat = chat or StructuredChat(config)
         self._kinds = {kind.casefold(): kind for kind in config.kinds}
+        self._parents = {kind: parent for kind, parent in config.custom_kinds if kind not in CORE_KINDS}
         self._system = prompt.system_prompt(config.custom_kinds)
         self._schema = prompt.response_schema(config.kinds)
 
@@ -77,7 +80,7 @@ class OpenAIExtractor:
         """The document's extraction, or LLMExtractionFailed (carrying every call made) when a segment gets no
         usable answer after the retries."""
         segments = self._segments(document)
-        reader = _Reader(document, self._kinds)
+        reader = _Reader(document, self._kinds, self._parents)
         hints: dict[str, tuple[str, str]] = {}
         calls: list[CallRecord] = []
         for segment in segments:
@@ -179,14 +182,15 @@ class OpenAIExtractor:
 class _Reader:
     """Turns the answers of one document's segments into its extraction."""
 
-    def __init__(self, document: Document, kinds: dict[str, str]) -> None:
+    def __init__(self, document: Document, kinds: dict[str, str], parents: dict[str, str]) -> None:
         self.document = document
         self.kinds = kinds
+        self.parents = parents
         self.builder = ExtractionBuilder(document)
         self.unlocated = 0
         self._decisions: dict[tuple[str, str | None], str] = {}
-        self._recorded: set[str] = set()
-        _add_document_entity(document, self.builder)
+        self._records: dict[str, DecisionRecord] = {}  # one per decision: the first located, else the first
+        add_document_entity(document, self.builder)
 
     def read(self, segment: Segment, answer: dict[str, Any]) -> list[tuple[str, str]]:
         """Add one segment's answer; returns the (label, kind) of the entities it named, for later hints."""
@@ -207,8 +211,14 @@ class _Reader:
 
     def finish(self, extractor: str, version: str) -> Extraction:
         self.builder.sweep(TextViews.of(self.document).prose)
+        records = list(self._records.values())
+        self.builder.decisions.extend(record for record in records if record.span is not None)
         extraction = self.builder.build(extractor, version)
+        # Unlocated decisions come after the located ones, in the order the answers named them.
+        extraction.decisions.extend(record for record in records if record.span is None)
         extraction.unlocated_quotes = self.unlocated
+        used = {entity.kind for entity in extraction.entities}
+        extraction.custom_kinds = {kind: parent for kind, parent in self.parents.items() if kind in used}
         return extraction
 
     def _relation(self, segment: Segment, item: dict[str, Any]) -> None:
@@ -247,9 +257,9 @@ class _Reader:
         if date is not None:
             span = self._span(self._within(date, where)) or quote_span
             builder.statement(key, "decided_on", "date", date, object_is_entity=False, span=span, datatype="date")
-        if quote_span is not None and key not in self._recorded:  # a record needs a span; one per decision
-            self._recorded.add(key)
-            builder.decisions.append(DecisionRecord(key, title, date, status, quote_span))
+        known = self._records.get(key)
+        if known is None or (known.span is None and quote_span is not None):
+            self._records[key] = DecisionRecord(key, title, date, status, quote_span)
 
     # locating ---------------------------------------------------------------------------------------------
 
