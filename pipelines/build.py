@@ -97,6 +97,22 @@ def run_build(
     return BuildOutcome(result.run_id, result.success, buckets, checks, errors)
 
 
+def describe_build(documents: int, last: dict[str, Any] | None) -> str:
+    """The line `engram build` and `engram status` print for a build (``last``: ``read_status``'s
+    ``last_build``). Each of the ``documents`` live documents is counted once: extracted, failed (it keeps its
+    previous graphs and the next build tries it again) or unchanged (nothing to do); deleted documents and
+    rejected files are not live documents, so they are named after the sum, not in it."""
+    if not last:
+        return f"{documents} documents, never built"
+    failed = last.get("failed", 0)
+    retried = " (retried by the next build)" if failed else ""
+    return (
+        f"{documents} documents: {last.get('extracted', 0)} extracted, {failed} failed{retried}, "
+        f"{last.get('unchanged', 0)} unchanged; {last.get('deleted', 0)} deleted, "
+        f"{last.get('rejected', 0)} rejected files"
+    )
+
+
 def _root_message(error) -> str:
     """The step's error with what the asset raised: Dagster wraps it in its own message as the direct cause."""
     message = error.message.strip()

@@ -180,13 +180,10 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _print_build(summary: dict) -> None:
-    last = summary["last_build"] or {}
-    print(
-        f"built {summary['documents']} documents: {last.get('extracted', 0)} extracted, "
-        f"{last.get('unchanged', 0)} unchanged, {last.get('deleted', 0)} deleted, "
-        f"{last.get('rejected', 0)} rejected, {last.get('failed', 0)} failed "
-        f"({len(summary['buckets'])} buckets run)"
-    )
+    from pipelines.build import describe_build
+
+    line = describe_build(summary["documents"], summary["last_build"])
+    print(f"built {line} ({len(summary['buckets'])} buckets run)")
     print(f"stores: {summary['quads']:,} quads, {summary['statements']:,} statements  [run {summary['run_id']}]")
     for name, passed in summary["checks"].items():
         print(f"  check {name}: {'passed' if passed else 'FAILED'}")
@@ -235,10 +232,9 @@ def _status(args: argparse.Namespace) -> int:
     print(f"rejected: {status['rejected']}  failed: {status['failed']}")
     last = status["last_build"]
     if last:
-        print(
-            f"last build {last['finished_at']}: {last['extracted']} extracted, {last['unchanged']} unchanged, "
-            f"{last['deleted']} deleted, {last['rejected']} rejected, {last['failed']} failed"
-        )
+        from pipelines.build import describe_build
+
+        print(f"last build {last['finished_at']}: {describe_build(status['documents'], last)}")
     else:
         print("never built: run `engram build --vault DIR --home DIR`")
     for item in status["rejected_documents"]:

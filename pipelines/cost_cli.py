@@ -95,10 +95,9 @@ def dry_run(args: argparse.Namespace) -> int:
     from engramrag.lifecycle.estimate import estimate_build
     from engramrag.vault.config import VaultConfig
 
-    home = Home(Path(args.home).expanduser().resolve())
+    home = Home(Path(args.home).expanduser().resolve())  # Home.at would create the folder of a new home
     vault = Path(args.vault).expanduser().resolve()
-    os.environ["ENGRAM_HOME"] = str(home.root)  # the extractor's response cache is the one of this home
-    extractor = make_extractor(args.extractor)
+    extractor = make_extractor(args.extractor, home=home, read_only=True)
     config = VaultConfig(bucket_count=int(os.environ.get("ENGRAM_BUCKETS", "16")))
     estimate = estimate_build(home, vault, config, extractor, _prices(os.environ.get(PRICES_ENV)), full=args.full)
     figures = estimate.to_json()

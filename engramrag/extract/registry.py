@@ -6,11 +6,15 @@ import os
 from pathlib import Path
 
 from engramrag.extract.base import Extractor
+from engramrag.store import DEFAULT_HOME, Home
 
 REPLAY_FILE_ENV = "ENGRAM_REPLAY_FILE"
 
 
-def make_extractor(name: str) -> Extractor:
+def make_extractor(name: str, home: Home | None = None, read_only: bool = False) -> Extractor:
+    """The extractor called ``name``. The ``openai`` one keeps its response cache in ``home`` (default:
+    ENGRAM_HOME). ``read_only`` is for estimates (``engram build --dry-run``): the cache is only read and neither
+    it nor the home folder is created, so an estimate leaves the disk as it found it."""
     if name == "rules":
         from engramrag.extract.rules import RulesExtractor
 
@@ -21,10 +25,16 @@ def make_extractor(name: str) -> Extractor:
         return ReplayExtractor(replay_file(name))
     if name == "openai":
         from engramrag.extract.llm import LLMConfig, OpenAIExtractor, ResponseCache
-        from engramrag.store import Home
 
-        return OpenAIExtractor(LLMConfig.from_environment(), ResponseCache.for_home(Home.at()))
+        config = LLMConfig.from_environment()
+        where = home or (_home_without_creating() if read_only else Home.at())
+        return OpenAIExtractor(config, ResponseCache.for_home(where, read_only=read_only))
     raise ValueError(f"unknown extractor {name!r}; available: rules, replay (or replay:/path/to/openie.json), openai")
+
+
+def _home_without_creating() -> Home:
+    """The home ``Home.at()`` would choose, without making its folder."""
+    return Home(Path(os.environ.get("ENGRAM_HOME") or DEFAULT_HOME).expanduser().resolve())
 
 
 def replay_file(name: str) -> Path:

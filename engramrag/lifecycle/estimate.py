@@ -6,6 +6,8 @@ before, or extracted by another extractor or prompt). Each is handed to the extr
 splits it into the segments it would send and counts their tokens without calling the model; segments its
 response cache already answered cost nothing. Nothing here calls a model or writes a store: the catalog is read
 under the shared lock, a home that does not exist is neither created nor locked, and the vault is only read.
+The extractor is the caller's: make it with ``make_extractor(name, home, read_only=True)`` so that its response
+cache is only read too.
 """
 
 from __future__ import annotations

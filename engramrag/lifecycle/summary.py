@@ -26,6 +26,11 @@ def record_build(home: Home, config: VaultConfig, run_id: str, buckets: list[int
             [run_id],
         ).fetchone()
         deleted = catalog.execute("SELECT count(*) FROM deletions WHERE run_id = ?", [run_id]).fetchone()[0]
+        unchanged = catalog.execute(  # live documents the run neither extracted nor failed to extract
+            "SELECT count(*) FROM documents WHERE NOT gone AND doc_id NOT IN "
+            "(SELECT doc_id FROM extraction_runs WHERE run_id = ?)",
+            [run_id],
+        ).fetchone()[0]
         row = {
             "run_id": run_id,
             "finished_at": datetime.now(UTC),
@@ -33,7 +38,7 @@ def record_build(home: Home, config: VaultConfig, run_id: str, buckets: list[int
             "documents": documents,
             "extracted": extracted,
             "failed": failed,
-            "unchanged": max(0, documents - extracted),
+            "unchanged": unchanged,
             "deleted": deleted,
             "rejected": rejected,
             "quads": quads,

@@ -8,6 +8,13 @@ segments), so a different segmentation of the same text is a miss rather than th
 Rows are written one short transaction at a time the moment an answer arrives (SQLite in WAL mode, through
 ``SqliteFile``), so a build that is killed keeps what it paid for and its resumption reads it back. The cache is
 disposable: deleting it costs money, never data.
+
+An estimate (``engram build --dry-run``) opens the cache with ``read_only=True``: it must count the answers a
+build would reuse without creating or touching anything in the home. A missing file then reads as an empty
+cache. A file no connection holds open (no ``-wal`` beside it) is opened ``immutable``, because even a
+``mode=ro`` reader of a WAL file creates ``-wal`` and ``-shm`` files and leaves them behind; while a build holds
+it open (or after one was killed) the ``-wal`` has rows the main file lacks, so it is opened ``mode=ro``, which
+reads them and, like any reader, uses the ``-shm`` index the writer already created.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,16 +80,54 @@ class _Unusable(Exception):
     pass
 
 
-class ResponseCache:
-    """Answers by key; safe to share between threads and processes (a fresh connection per operation)."""
+class _ReadOnlyFile:
+    """The cache file read without writing anything next to it (see the module docstring)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        connection = self._open()
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path.exists():
+            mode = "mode=ro" if self.path.with_name(f"{self.path.name}-wal").exists() else "immutable=1"
+            connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?{mode}", uri=True)
+            try:
+                found = connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'responses'").fetchone()
+            except BaseException:
+                connection.close()
+                raise
+            if found[0]:
+                return connection
+            connection.close()  # created by a build that has not yet given it its table: nothing cached yet
+        empty = sqlite3.connect(":memory:")
+        _create(empty)
+        return empty
+
+
+class ResponseCache:
+    """Answers by key; safe to share between threads and processes (a fresh connection per operation).
+
+    ``read_only`` (for estimates): nothing is created or written, a missing file is an empty cache, and
+    :meth:`put` raises ResponseCacheError."""
+
+    def __init__(self, path: str | Path, read_only: bool = False) -> None:
         self.path = Path(path)
-        self._file = self._guard(lambda: SqliteFile(self.path, [_create], "LLM response cache", _Unusable))
+        self.read_only = read_only
+        if read_only:
+            self._file: SqliteFile | _ReadOnlyFile = _ReadOnlyFile(self.path)
+        else:
+            self._file = self._guard(lambda: SqliteFile(self.path, [_create], "LLM response cache", _Unusable))
 
     @classmethod
-    def for_home(cls, home: Home) -> ResponseCache:
-        return cls(home.root / CACHE_FILE)
+    def for_home(cls, home: Home, read_only: bool = False) -> ResponseCache:
+        return cls(home.root / CACHE_FILE, read_only=read_only)
 
     def get(self, key: CacheKey, input_hash: str | None) -> CachedAnswer | None:
         """The answer stored under ``key`` when it answered the same request (``input_hash``); with
@@ -110,6 +157,8 @@ class ResponseCache:
         latency_ms: float,
     ) -> None:
         """Keep a paid answer, replacing what the key held before (an answer to an older request)."""
+        if self.read_only:
+            raise ResponseCacheError(f"{self.path} was opened read-only, for an estimate: nothing is written to it")
 
         def write() -> None:
             with self._file.write() as connection:
