@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,11 @@ def _tool_commands(actions: Any) -> None:
         "--section", action="append", default=[], metavar="HEADING=TEXT|@FILE",
         help="Replace the text under a heading (the heading stays).",
     )
-    _tool(edit, lambda ws, a: ws.edit(a.path, _fields(a.field), _sections(a.section)))
+    _tool(edit, lambda ws, a: ws.edit(
+        a.path,
+        _assignments(a.field, "--field takes NAME=VALUE", _yaml_value),
+        _assignments(a.section, "--section takes HEADING=TEXT (or HEADING=@FILE)", _text),
+    ))
 
     learn = actions.add_parser("learn", help="Record a verified note in learned/ (held until approved).")
     learn.add_argument("title")
@@ -372,26 +377,21 @@ def _text(value: str) -> str:
     return value
 
 
-def _fields(items: list[str]) -> dict[str, Any]:
-    import yaml
-
-    fields = {}
+def _assignments(items: list[str], usage: str, value_of: Callable[[str], Any]) -> dict[str, Any]:
+    """``NAME=VALUE`` options as a mapping, each value read by ``value_of``; ``usage`` leads the error message."""
+    assigned = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"--field takes NAME=VALUE, not {item!r}")
-        fields[name.strip()] = yaml.safe_load(value)
-    return fields
+            raise ValueError(f"{usage}, not {item!r}")
+        assigned[name.strip()] = value_of(value)
+    return assigned
 
 
-def _sections(items: list[str]) -> dict[str, str]:
-    sections = {}
-    for item in items:
-        heading, sep, value = item.partition("=")
-        if not sep or not heading.strip():
-            raise ValueError(f"--section takes HEADING=TEXT (or HEADING=@FILE), not {item!r}")
-        sections[heading.strip()] = _text(value)
-    return sections
+def _yaml_value(value: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(value)
 
 
 def _sources(items: list[str]) -> list[dict[str, str]]:

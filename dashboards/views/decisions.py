@@ -8,14 +8,13 @@ touched side by side, because whether a change goes against a decision is read i
 
 from __future__ import annotations
 
-import itertools
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from dashboards import timeline
 from dashboards.stores import escape_markdown, page_header
 from engramrag.gitgraph.gitcli import Git, GitError
 from engramrag.gitgraph.store import gitgraph_path, gitgraph_reader
@@ -28,7 +27,6 @@ COMMITS_SHOWN = 500
 QUOTE_HEIGHT = 220
 STATUS_COLOURS = {"accepted": "#dbeafe", "supersed": "#e5e7eb", "obsolete": "#e5e7eb", "deprecat": "#e5e7eb",
                   "reject": "#fee2e2", "proposed": "#fef3c7"}
-SUPERSESSION_STYLE = 'color="#16a34a", penwidth=2, label="superseded by", fontcolor="#16a34a"'
 CONFLICT_STYLE = 'color="#ea580c", style=dashed, dir=none, label="same day", fontcolor="#ea580c"'
 
 REPOS_SQL = "SELECT repo_id, path, head, ingested_at, commits FROM repos ORDER BY path"
@@ -111,41 +109,19 @@ def _timeline(decisions: pd.DataFrame, links: pd.DataFrame) -> None:
 
 
 def timeline_dot(decisions: pd.DataFrame, links: pd.DataFrame) -> str:
-    """A top-to-bottom DOT timeline: one row per date with that date's decisions side by side, an arrow from each
-    decision to the one that superseded it, and a dashed line between same-day conflicting records."""
+    """The repository's timeline (see ``dashboards.timeline``): its dated decisions, same-day conflicting records
+    outlined, an arrow from each decision to the one that superseded it and a dashed line between conflicts."""
     dated = decisions.dropna(subset=["decided_on"])
-    dates = sorted(set(dated["decided_on"]))
-    lines = [
-        "digraph timeline {",
-        '  rankdir=TB; nodesep=0.3; ranksep=0.3; bgcolor="transparent";',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, color="#9ca3af"];',
-        '  edge [fontname="Helvetica", fontsize=9];',
+    nodes = [
+        timeline.TimelineNode(row.decision_id, row.decided_on, row.title, row.path, row.status,
+                              f"{row.decided_on} {row.title} ({row.path}:{row.line_start}-{row.line_end})",
+                              flagged=bool(row.same_day_conflict))
+        for row in dated.itertuples(index=False)
     ]
-    for date in dates:
-        axis_label = f'label={quote(date)}, shape=plaintext, style="", fontcolor="#6b7280"'
-        lines.append(f'  {quote("date:" + date)} [{axis_label}];')
-    for earlier, later in itertools.pairwise(dates):
-        lines.append(f'  {quote("date:" + earlier)} -> {quote("date:" + later)} [color="#d1d5db", arrowhead=none, '
-                     "weight=10];")
-    shown = set(dated["decision_id"])
-    for row in dated.itertuples(index=False):
-        status = (row.status or "").lower()
-        fill = next((colour for word, colour in STATUS_COLOURS.items() if word in status), "#ffffff")
-        label = f"{textwrap.fill(row.title, 28)}\n{row.path.rsplit('/', 1)[-1]}" + (f" · {status}" if status else "")
-        border = ', color="#ea580c", penwidth=2' if row.same_day_conflict else ""
-        tooltip = f"{row.decided_on} {row.title} ({row.path}:{row.line_start}-{row.line_end})"
-        lines.append(f"  {quote(row.decision_id)} [label={quote(label)}, fillcolor={quote(fill)}, "
-                     f"tooltip={quote(tooltip)}{border}];")
-    for date in dates:
-        members = " ".join(quote(key) for key in dated.loc[dated["decided_on"] == date, "decision_id"])
-        lines.append(f"  {{ rank=same; {quote('date:' + date)} {members} }}")
-    for row in links.itertuples(index=False):
-        if row.from_id in shown and row.to_id in shown and row.from_id != row.to_id:
-            lines.append(f"  {quote(row.to_id)} -> {quote(row.from_id)} [{SUPERSESSION_STYLE}, constraint=false];")
-    for left, right in conflict_pairs(dated):
-        lines.append(f"  {quote(left)} -> {quote(right)} [{CONFLICT_STYLE}, constraint=false];")
-    lines.append("}")
-    return "\n".join(lines)
+    arrows = [timeline.TimelineArrow(row.to_id, row.from_id, timeline.SUPERSEDED_STYLE)
+              for row in links.itertuples(index=False) if row.from_id != row.to_id]
+    arrows += [timeline.TimelineArrow(left, right, CONFLICT_STYLE) for left, right in conflict_pairs(dated)]
+    return timeline.timeline_dot(nodes, arrows, STATUS_COLOURS)
 
 
 def conflict_pairs(decisions: pd.DataFrame) -> list[tuple[str, str]]:
@@ -158,10 +134,6 @@ def conflict_pairs(decisions: pd.DataFrame) -> list[tuple[str, str]]:
             if other in present and other != row.decision_id:
                 pairs.add(tuple(sorted((row.decision_id, other))))
     return sorted(pairs)
-
-
-def quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _current(decisions: pd.DataFrame, links: pd.DataFrame) -> None:

@@ -8,26 +8,22 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboards.stores import (
-    NEXT_BUILD,
     blocked_merges,
-    confirm,
     escape_markdown,
     nothing_built_message,
     operator_input,
     page_header,
     pending_merges,
     recent_verdicts,
-    record_verdict,
     show_confirmation,
-    undo_verdict,
 )
+from dashboards.verdicts import record_and_confirm, undo_and_confirm
 from engramrag.decisions.store import MERGE, MERGE_VERDICTS, DecisionsStoreError, Verdict
 from engramrag.store import Home, StoreBusy
 
@@ -192,26 +188,13 @@ def _decide(root: str, row: dict[str, Any], verdict: str, operator: str) -> None
     left_label, right_label = row["left_label"] or row["left_key"], row["right_label"] or row["right_key"]
     context = {"source": "dashboard", "labels": {row["left_key"]: left_label, row["right_key"]: right_label},
                "score": float(row["score"]), "auto_merge": bool(row["auto_merge"])}
-    try:
-        record_verdict(Home(Path(root)), MERGE, row["left_key"], row["right_key"], verdict, operator, context)
-    except (ValueError, DecisionsStoreError, StoreBusy) as error:
-        confirm(f"Nothing was recorded: {error}", ok=False)
-        return
-    confirm(f"Recorded: “{left_label}” {PHRASES[verdict]} “{right_label}” (by {operator}). {NEXT_BUILD}")
+    record_and_confirm(root, MERGE, row["left_key"], row["right_key"], verdict, operator, context,
+                       f"“{left_label}” {PHRASES[verdict]} “{right_label}”")
 
 
-def _undo(root: str, verdict: Verdict, operator: str) -> None:
-    try:
-        undone = undo_verdict(Home(Path(root)), MERGE, verdict.left_key, verdict.right_key, operator)
-    except (ValueError, DecisionsStoreError, StoreBusy) as error:
-        confirm(f"Nothing was undone: {error}", ok=False)
-        return
-    if undone is None:
-        confirm("That verdict was already undone.", ok=False)
-        return
-    left, right = _labels(undone)
-    confirm(f"Undone: “{left}” {PHRASES[undone.verdict]} “{right}” (by {operator}); the history keeps it. "
-            f"{NEXT_BUILD}")
+def _reads(verdict: Verdict) -> str:
+    left, right = _labels(verdict)
+    return f"“{left}” {PHRASES[verdict.verdict]} “{right}”"
 
 
 def _labels(verdict: Verdict) -> tuple[str, str]:
@@ -233,7 +216,7 @@ def _recent(home: Home, operator: str) -> None:
         text.markdown(f"**{escape_markdown(left)}** {PHRASES[verdict.verdict]} **{escape_markdown(right)}**  \n"
                       f":gray[{escape_markdown(verdict.operator)} · {verdict.decided_at[:19].replace('T', ' ')} UTC]")
         button.button("Undo", key=f"undo-merge:{verdict.id}", icon=":material/undo:", disabled=not operator,
-                      on_click=_undo, args=(str(home.root), verdict, operator))
+                      on_click=undo_and_confirm, args=(str(home.root), MERGE, verdict, operator, _reads))
 
 
 def _blocked(blocked: pd.DataFrame) -> None:

@@ -5,28 +5,23 @@ the ``supersedes`` edge into the later document's analysis graph and keeps the e
 
 from __future__ import annotations
 
-import itertools
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from dashboards import timeline
 from dashboards.stores import (
-    NEXT_BUILD,
-    confirm,
     dated_decisions,
     escape_markdown,
     nothing_built_message,
     operator_input,
     page_header,
     recent_verdicts,
-    record_verdict,
     show_confirmation,
     supersession_proposals,
-    undo_verdict,
 )
+from dashboards.verdicts import record_and_confirm, undo_and_confirm
 from engramrag.decisions.store import SUPERSESSION, DecisionsStoreError, Verdict
 from engramrag.store import Home, StoreBusy
 
@@ -84,53 +79,42 @@ def _timeline(decisions: pd.DataFrame, proposals: pd.DataFrame) -> None:
                "waiting for a verdict. Rejected proposals are not drawn.")
 
 
+def _located(line: object) -> bool:
+    return line is not None and not pd.isna(line)
+
+
+def _where(path: str, line_start: object) -> str:
+    """``path:line``, or just the path for a decision whose quote the extractor could not find in the text."""
+    return f"{path}:{int(line_start)}" if _located(line_start) else path
+
+
+def _lines_caption(path: str, line_start: object, line_end: object) -> str:
+    if not _located(line_start):
+        return f"`{path}` (the quote was not found in the text, so no lines are known)"
+    return f"`{path}` lines {int(line_start)}–{int(line_end) if _located(line_end) else int(line_start)}"
+
+
 def timeline_dot(decisions: pd.DataFrame, proposals: pd.DataFrame) -> str:
-    """A top-to-bottom DOT timeline: one row per date with the decisions of that date side by side, and an arrow
-    from an earlier decision to the later one that (is proposed to) supersede it."""
+    """The vault's timeline (see ``dashboards.timeline``): its dated decisions, at most ``TIMELINE_LIMIT`` of those
+    in a proposal when there are more, and an arrow from an earlier decision to the later one that (is proposed
+    to) supersede it; rejected proposals are not drawn."""
     involved = set(proposals["earlier_key"]) | set(proposals["later_key"])
     if len(decisions) > TIMELINE_LIMIT:
         decisions = decisions[decisions["key"].isin(involved)].head(TIMELINE_LIMIT)
-    dates = sorted(set(decisions["decided_on"]))
-    lines = [
-        "digraph timeline {",
-        '  rankdir=TB; nodesep=0.3; ranksep=0.3; bgcolor="transparent";',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, color="#9ca3af"];',
-        '  edge [fontname="Helvetica", fontsize=9];',
+    nodes = [
+        timeline.TimelineNode(row.key, row.decided_on, row.title, row.path, row.status,
+                              f"{row.decided_on} {row.title} ({_where(row.path, row.line_start)})")
+        for row in decisions.itertuples(index=False)
     ]
-    for date in dates:
-        lines.append(f'  {_id("date:" + date)} [label={_quote(date)}, shape=plaintext, style="", fontcolor="#6b7280"];')
-    for earlier, later in itertools.pairwise(dates):
-        axis = '[color="#d1d5db", arrowhead=none, weight=10]'
-        lines.append(f"  {_id('date:' + earlier)} -> {_id('date:' + later)} {axis};")
-    shown = set()
-    for row in decisions.itertuples(index=False):
-        shown.add(row.key)
-        status = (row.status or "").lower()
-        fill = next((colour for word, colour in STATUS_COLOURS.items() if word in status), "#ffffff")
-        label = f"{textwrap.fill(row.title, 28)}\n{row.path.rsplit('/', 1)[-1]}" + (f" · {status}" if status else "")
-        lines.append(f"  {_id(row.key)} [label={_quote(label)}, fillcolor={_quote(fill)}, "
-                     f"tooltip={_quote(f'{row.decided_on} {row.title} ({row.path}:{row.line_start})')}];")
-    for date in dates:
-        members = " ".join(_id(key) for key in decisions.loc[decisions["decided_on"] == date, "key"])
-        lines.append(f"  {{ rank=same; {_id('date:' + date)} {members} }}")
-    for row in proposals.itertuples(index=False):
-        if row.earlier_key not in shown or row.later_key not in shown or row.verdict == "reject":
-            continue
-        if row.verdict == "accept":
-            style = f'color="#16a34a", penwidth=2, label={_quote("superseded by")}, fontcolor="#16a34a"'
-        else:
-            style = f'color="#9ca3af", style=dashed, tooltip={_quote(f"proposed, score {row.score:.2f}")}'
-        lines.append(f"  {_id(row.earlier_key)} -> {_id(row.later_key)} [{style}, constraint=false];")
-    lines.append("}")
-    return "\n".join(lines)
+    arrows = [timeline.TimelineArrow(row.earlier_key, row.later_key, _arrow_style(row))
+              for row in proposals.itertuples(index=False) if row.verdict != "reject"]
+    return timeline.timeline_dot(nodes, arrows, STATUS_COLOURS)
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _id(key: str) -> str:
-    return _quote(key)
+def _arrow_style(proposal: Any) -> str:
+    if proposal.verdict == "accept":
+        return timeline.SUPERSEDED_STYLE
+    return f'color="#9ca3af", style=dashed, tooltip={timeline.quote(f"proposed, score {proposal.score:.2f}")}'
 
 
 def _pending(home: Home, pending: pd.DataFrame, operator: str) -> None:
@@ -170,7 +154,7 @@ def _card(home: Home, row: dict[str, Any], operator: str) -> None:
             with column:
                 status = row[f"{side}_status"] or "no status"
                 st.markdown(f"**{heading}: {row[f'{side}_decided_on'] or 'undated'}** · {status}")
-                st.caption(f"`{row[f'{side}_path']}` lines {row[f'{side}_line_start']}–{row[f'{side}_line_end']}")
+                st.caption(_lines_caption(row[f"{side}_path"], row[f"{side}_line_start"], row[f"{side}_line_end"]))
                 st.code(row[f"{side}_quote"] or "", language="markdown", wrap_lines=True, height=QUOTE_HEIGHT)
         with st.container(horizontal=True, gap="small"):
             pair = f"{row['earlier_key']}|{row['later_key']}"
@@ -186,14 +170,8 @@ def _decide(root: str, row: dict[str, Any], verdict: str, operator: str) -> None
     context = {"source": "dashboard", "titles": {row["earlier_key"]: row["earlier_title"],
                                                  row["later_key"]: row["later_title"]},
                "score": float(row["score"]), "same_day": bool(row["same_day"])}
-    try:
-        record_verdict(Home(Path(root)), SUPERSESSION, row["earlier_key"], row["later_key"], verdict, operator,
-                       context)
-    except (ValueError, DecisionsStoreError, StoreBusy) as error:
-        confirm(f"Nothing was recorded: {error}", ok=False)
-        return
-    confirm(f"Recorded: “{row['later_title']}” {PHRASES[verdict]} “{row['earlier_title']}” (by {operator}). "
-            f"{NEXT_BUILD}")
+    record_and_confirm(root, SUPERSESSION, row["earlier_key"], row["later_key"], verdict, operator, context,
+                       f"“{row['later_title']}” {PHRASES[verdict]} “{row['earlier_title']}”")
 
 
 def _titles(verdict: Verdict) -> tuple[str, str]:
@@ -201,18 +179,9 @@ def _titles(verdict: Verdict) -> tuple[str, str]:
     return str(titles.get(verdict.left_key, verdict.left_key)), str(titles.get(verdict.right_key, verdict.right_key))
 
 
-def _undo(root: str, verdict: Verdict, operator: str) -> None:
-    try:
-        undone = undo_verdict(Home(Path(root)), SUPERSESSION, verdict.left_key, verdict.right_key, operator)
-    except (ValueError, DecisionsStoreError, StoreBusy) as error:
-        confirm(f"Nothing was undone: {error}", ok=False)
-        return
-    if undone is None:
-        confirm("That verdict was already undone.", ok=False)
-        return
-    earlier, later = _titles(undone)
-    confirm(f"Undone: “{later}” {PHRASES[undone.verdict]} “{earlier}” (by {operator}); the history keeps it. "
-            f"{NEXT_BUILD}")
+def _reads(verdict: Verdict) -> str:
+    earlier, later = _titles(verdict)
+    return f"“{later}” {PHRASES[verdict.verdict]} “{earlier}”"
 
 
 def _recent(home: Home, operator: str) -> None:
@@ -229,7 +198,7 @@ def _recent(home: Home, operator: str) -> None:
         text.markdown(f"{icon} {said}  \n"
                       f":gray[{escape_markdown(verdict.operator)} · {verdict.decided_at[:19].replace('T', ' ')} UTC]")
         button.button("Undo", key=f"undo-supersession:{verdict.id}", icon=":material/undo:", disabled=not operator,
-                      on_click=_undo, args=(str(home.root), verdict, operator))
+                      on_click=undo_and_confirm, args=(str(home.root), SUPERSESSION, verdict, operator, _reads))
 
 
 render()

@@ -226,10 +226,7 @@ def approve_note(
     The file write and the approval row share one decisions-store transaction, and the file is re-read
     inside it, so a note that changed after it was read is refused rather than approved unseen.
     """
-    operator = _operator(operator)
-    moment = now or datetime.now(UTC)
-    config = config or VaultConfig()
-    current = _held_note(home, vault, path, config, "approve")
+    operator, moment, config, current = _verdict_on_held_note(home, vault, path, operator, config, now, "approve")
     if current.error is not None:
         raise Refused("note", f"{current.path} cannot be approved as it is: {current.error}")
     edit = Edit(fields={"status": APPROVED, "approved_by": operator, "approved_at": _iso(moment)})
@@ -255,10 +252,9 @@ def reject_note(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Record a person's rejection of the held note's current version; the file is left as it is, still held."""
-    operator = _operator(operator)
-    current = _held_note(home, vault, path, config or VaultConfig(), "reject")
+    operator, moment, _, current = _verdict_on_held_note(home, vault, path, operator, config, now, "reject")
     with write_transaction(home) as connection:
-        row = _insert(connection, current.path, current.state, REJECTED, operator, now or datetime.now(UTC), note)
+        row = _insert(connection, current.path, current.state, REJECTED, operator, moment, note)
     return {**row, "title": current.title}
 
 
@@ -268,7 +264,20 @@ def approvals(home: Home, path: str | None = None) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in _rows(home) if path is None or row[1] == path]
 
 
-def _held_note(home: Home, vault: str | os.PathLike[str], path: str, config: VaultConfig, verb: str) -> NoteVersion:
+def _verdict_on_held_note(
+    home: Home,
+    vault: str | os.PathLike[str],
+    path: str,
+    operator: str,
+    config: VaultConfig | None,
+    now: datetime | None,
+    verb: str,
+) -> tuple[str, datetime, VaultConfig, NoteVersion]:
+    """What approving and rejecting both start from: the operator (refused when blank), the moment, the config,
+    and the note as it is now, refused unless it is an agent note held for approval (``verb`` says which)."""
+    operator = _operator(operator)
+    moment = now or datetime.now(UTC)
+    config = config or VaultConfig()
     note = read_note(vault, path, config)
     if not in_agent_folder(note.path, config):
         raise Refused(
@@ -281,7 +290,7 @@ def _held_note(home: Home, vault: str | os.PathLike[str], path: str, config: Vau
             f"{note.path} is approved as it is now; there is nothing to {verb}. To take it out of the graph, move "
             "or delete the file.",
         )
-    return note
+    return operator, moment, config, note
 
 
 def _history(home: Home) -> dict[str, list[dict[str, Any]]]:

@@ -69,7 +69,7 @@ def is_adr(document: Document) -> bool:
 def extract_decisions(document: Document, builder: ExtractionBuilder, masked: str) -> DecisionScan:
     scan = DecisionScan()
     if is_decision_log(document.path):
-        for heading, start, end in _log_sections(document, masked):
+        for heading, start, end in log_sections(document, masked):
             title, title_span, date = _section_title(document, heading)
             if not title.strip():
                 continue
@@ -92,7 +92,10 @@ def extract_decisions(document: Document, builder: ExtractionBuilder, masked: st
     return scan
 
 
-def _log_sections(document: Document, masked: str) -> list[tuple[Heading, int, int]]:
+def log_sections(document: Document, masked: str) -> list[tuple[Heading, int, int]]:
+    """The record sections of a DECISIONS.md log: each heading of the log's record level (``##``, or ``###`` when
+    the log has no ``##``) with the character range from its line to the next heading of that level or above.
+    Public because the git decision graph reads a log's versions section by section with the same cut."""
     headings = document.headings
     level = 2 if any(h.level == 2 for h in headings) else 3
     sections = []

@@ -25,10 +25,10 @@ from engramrag.extract.decisions import (
     ADR_FOLDERS,
     ADR_NAME,
     FILENAME_DATE,
-    _log_sections,
     extract_decisions,
     is_adr,
     is_decision_log,
+    log_sections,
 )
 from engramrag.extract.structure import clean_heading
 from engramrag.extract.textutil import iso_date, normalise_label
@@ -170,7 +170,7 @@ def _log_records(document: Document, sections: dict[str, list[Record]]) -> list[
     masked = mask_code(document.text, document.body_start)
     found: list[Record] = []
     line, position = 1, 0
-    for _, start, end in _log_sections(document, masked):
+    for _, start, end in log_sections(document, masked):
         line += document.text.count("\n", position, start)
         position = start
         section = document.text[start:end]

@@ -121,13 +121,7 @@ def document_costs(catalog: duckdb.DuckDBPyConnection, prices: Prices | None = N
         FROM extraction_runs e JOIN runs r ON e.run_id IS NOT DISTINCT FROM r.run_id
         ORDER BY r.run, e.path"""
     ).df()
-    costs = [
-        cost_of(model if isinstance(model, str) else None, int(tokens_in), int(tokens_out), prices or {})
-        for model, tokens_in, tokens_out in zip(frame["model"], frame["tokens_in"], frame["tokens_out"], strict=True)
-    ]
-    frame["cost_usd"] = pd.array([cost.usd for cost in costs], dtype="Float64")
-    frame["cost_note"] = pd.array([cost.note for cost in costs], dtype="string")
-    return frame
+    return _priced(frame, prices)
 
 
 def run_costs(costs: pd.DataFrame) -> pd.DataFrame:
@@ -243,6 +237,8 @@ def _same(column: pd.Series, value: object) -> pd.Series:
 
 
 def _priced(frame: pd.DataFrame, prices: Prices | None) -> pd.DataFrame:
+    """``frame`` with ``cost_usd`` (NA where the price is unknown) and ``cost_note`` from its model and token
+    columns: one pricing rule for every table that shows a cost, so per-document and per-call costs agree."""
     costs = [
         cost_of(model if isinstance(model, str) else None, int(tokens_in), int(tokens_out), prices or {})
         for model, tokens_in, tokens_out in zip(frame["model"], frame["tokens_in"], frame["tokens_out"], strict=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -239,18 +239,24 @@ class Supersession:
 
     def chain(self, start: str, direction: str) -> list[str]:
         """Every decision reachable from ``start`` going ``later`` or ``earlier``, nearest first."""
-        edges = self.later if direction == "later" else self.earlier
-        seen, order, frontier = {start}, [], [start]
-        while frontier:
-            following = []
-            for node in frontier:
-                for neighbour in sorted(edges.get(node, ())):
-                    if neighbour not in seen:
-                        seen.add(neighbour)
-                        order.append(neighbour)
-                        following.append(neighbour)
-            frontier = following
-        return order
+        return _breadth_first(self.later if direction == "later" else self.earlier, start, {start})
+
+
+def _breadth_first(edges: Mapping[str, Iterable[str]], start: str, seen: set[str]) -> list[str]:
+    """The nodes reachable from ``start`` along ``edges``, nearest first and neighbours in sorted order, that are
+    not in ``seen``; they are added to it. A node already seen is neither listed nor walked through, so a caller
+    walking several edge sets from one start passes one ``seen`` to list each node once."""
+    order, frontier = [], [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for neighbour in sorted(edges.get(node, ())):
+                if neighbour not in seen:
+                    seen.add(neighbour)
+                    order.append(neighbour)
+                    following.append(neighbour)
+        frontier = following
+    return order
 
 
 def supersession(repo: Repo) -> Supersession:
@@ -318,18 +324,8 @@ def path_names(repo: Repo, path: str) -> list[str]:
     for row in renames:
         back.setdefault(row["path"], set()).add(row["old_path"])
         forward.setdefault(row["old_path"], set()).add(row["path"])
-    names = [path]
-    for edges in (back, forward):
-        frontier = [path]
-        while frontier:
-            following = []
-            for name in frontier:
-                for other in sorted(edges.get(name, ())):
-                    if other not in names:
-                        names.append(other)
-                        following.append(other)
-            frontier = following
-    return names
+    seen = {path}
+    return [path, *_breadth_first(back, path, seen), *_breadth_first(forward, path, seen)]
 
 
 def rename_forward(repo: Repo) -> dict[str, str]:
