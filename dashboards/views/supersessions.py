@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboards import timeline
+from dashboards import locations, timeline
 from dashboards.stores import (
     dated_decisions,
     escape_markdown,
@@ -79,21 +79,6 @@ def _timeline(decisions: pd.DataFrame, proposals: pd.DataFrame) -> None:
                "waiting for a verdict. Rejected proposals are not drawn.")
 
 
-def _located(line: object) -> bool:
-    return line is not None and not pd.isna(line)
-
-
-def _where(path: str, line_start: object) -> str:
-    """``path:line``, or just the path for a decision whose quote the extractor could not find in the text."""
-    return f"{path}:{int(line_start)}" if _located(line_start) else path
-
-
-def _lines_caption(path: str, line_start: object, line_end: object) -> str:
-    if not _located(line_start):
-        return f"`{path}` (the quote was not found in the text, so no lines are known)"
-    return f"`{path}` lines {int(line_start)}–{int(line_end) if _located(line_end) else int(line_start)}"
-
-
 def timeline_dot(decisions: pd.DataFrame, proposals: pd.DataFrame) -> str:
     """The vault's timeline (see ``dashboards.timeline``): its dated decisions, at most ``TIMELINE_LIMIT`` of those
     in a proposal when there are more, and an arrow from an earlier decision to the later one that (is proposed
@@ -103,7 +88,7 @@ def timeline_dot(decisions: pd.DataFrame, proposals: pd.DataFrame) -> str:
         decisions = decisions[decisions["key"].isin(involved)].head(TIMELINE_LIMIT)
     nodes = [
         timeline.TimelineNode(row.key, row.decided_on, row.title, row.path, row.status,
-                              f"{row.decided_on} {row.title} ({_where(row.path, row.line_start)})")
+                              f"{row.decided_on} {row.title} ({locations.where(row.path, row.line_start)})")
         for row in decisions.itertuples(index=False)
     ]
     arrows = [timeline.TimelineArrow(row.earlier_key, row.later_key, _arrow_style(row))
@@ -154,7 +139,8 @@ def _card(home: Home, row: dict[str, Any], operator: str) -> None:
             with column:
                 status = row[f"{side}_status"] or "no status"
                 st.markdown(f"**{heading}: {row[f'{side}_decided_on'] or 'undated'}** · {status}")
-                st.caption(_lines_caption(row[f"{side}_path"], row[f"{side}_line_start"], row[f"{side}_line_end"]))
+                lines = (row[f"{side}_line_start"], row[f"{side}_line_end"])
+                st.caption(locations.lines_caption(row[f"{side}_path"], *lines))
                 st.code(row[f"{side}_quote"] or "", language="markdown", wrap_lines=True, height=QUOTE_HEIGHT)
         with st.container(horizontal=True, gap="small"):
             pair = f"{row['earlier_key']}|{row['later_key']}"
