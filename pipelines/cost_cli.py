@@ -28,10 +28,10 @@ PRICES_ENV = "ENGRAM_PRICES"  # as engramrag.lifecycle.metrics_tables and the da
 
 RUN_COLUMNS = ["run", "run_id", "finished_at", "model", "documents", "failed_documents", "calls", "requests",
                "retries", "failed_calls", "cache_hits", "tokens_in", "tokens_out", "p50_ms", "p95_ms", "cost_usd",
-               "cost_note"]
+               "cost_note", "unlocated_quotes"]
 DOCUMENT_COLUMNS = ["run", "run_id", "path", "model", "status", "segments", "calls", "requests", "retries",
                     "failed_calls", "cache_hits", "tokens_in", "tokens_out", "latency_ms", "cost_usd", "cost_note",
-                    "error"]
+                    "error", "unlocated_quotes"]
 
 
 def add_commands(commands: Any) -> None:
@@ -141,7 +141,7 @@ def _unpriced(runs: pd.DataFrame, prices: Prices) -> list[str]:
 def _totals(runs: pd.DataFrame) -> dict[str, Any]:
     counts = {name: int(runs[name].sum()) for name in ("documents", "failed_documents", "calls", "requests",
                                                        "retries", "failed_calls", "cache_hits", "tokens_in",
-                                                       "tokens_out")}
+                                                       "tokens_out", "unlocated_quotes")}
     known = not runs["cost_usd"].isna().any()
     return {"runs": int(runs["run_id"].nunique()), **counts,
             "cost_usd": float(runs["cost_usd"].sum()) if known else None}
@@ -177,9 +177,14 @@ def _print_report(report: dict[str, Any], builds: pd.DataFrame) -> None:
               f"{run['cache_hits']} cache hits)")
         print(f"    tokens {run['tokens_in']:,} in / {run['tokens_out']:,} out; latency p50 {_ms(run['p50_ms'])} "
               f"p95 {_ms(run['p95_ms'])}; cost {_usd(run['cost_usd'])}  [{run['cost_note']}]")
+        if run["unlocated_quotes"]:
+            print(f"    {run['unlocated_quotes']} quotes not found verbatim in their documents: those items were "
+                  "kept without a span")
     print("per document:")
     for row in report["documents"]:
         failure = f"  FAILED: {row['error']}" if row["status"] == "failed" else ""
+        if row["unlocated_quotes"]:
+            failure = f", {row['unlocated_quotes']} quotes not found in the text{failure}"
         print(f"  #{row['run']} {row['path']}: {row['segments']} segments, {row['requests']} requests "
               f"({row['retries']} retries, {row['cache_hits']} cache hits), {row['tokens_in']:,} in / "
               f"{row['tokens_out']:,} out, {_usd(row['cost_usd'])}{failure}")

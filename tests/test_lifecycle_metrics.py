@@ -155,7 +155,9 @@ def test_model_prices_and_failed_attempts_on_a_copy_of_the_catalog(built, tmp_pa
             ("llm-run", other_id, other_path, other_bucket, "failed", "openai", "1", "mystery-model", 300.0, 1000,
              0, 0, "ValueError: bad JSON", later),
         ]
-        connection.executemany("INSERT INTO extraction_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        columns = ("run_id, doc_id, path, bucket, status, extractor, extractor_version, model, latency_ms, tokens_in, "
+                   "tokens_out, quads, error, finished_at")
+        connection.executemany(f"INSERT INTO extraction_runs ({columns}) VALUES ({', '.join('?' * 14)})", rows)
     finally:
         connection.close()
 

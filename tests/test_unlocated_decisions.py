@@ -6,6 +6,9 @@ search read it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +19,7 @@ import pyoxigraph as ox
 import pytest
 
 from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.schema import SCHEMA_VERSION
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.llm.cache import ResponseCache
@@ -30,6 +34,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.markdown import parse_document
 from pipelines.build import run_build
+from pipelines.cli import main as engram
 from tests.conftest import build_environment
 from tests.llm_server import LLMServer, decision, entity, extraction, segment_of
 
@@ -137,6 +142,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             old.execute("ALTER TABLE decisions ALTER COLUMN line_start SET NOT NULL")
             old.execute("ALTER TABLE decisions ALTER COLUMN line_end SET NOT NULL")
             old.execute("ALTER TABLE entities DROP COLUMN core_kind")
+            old.execute("ALTER TABLE extraction_runs DROP COLUMN unlocated_quotes")
             old.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
         finally:
             old.close()
@@ -160,10 +166,28 @@ def test_the_catalog_keeps_the_unlocated_decision_with_null_lines(built: Built) 
         (EARLIER_NOTE, EARLIER_TITLE, "2026-01-14", "superseded", 3, 3),
         (LATER_NOTE, LATER_TITLE, "2026-03-02", "accepted", None, None),
     ]
-    assert rows(built.home, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert rows(built.home, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     nullable = dict(rows(built.home, "SELECT column_name, is_nullable FROM information_schema.columns "
                                      "WHERE table_name = 'decisions'"))
     assert nullable["line_start"] == nullable["line_end"] == "YES"
+
+
+def test_unlocated_quotes_are_counted_per_document_and_run_in_the_cost_report(built: Built) -> None:
+    """The old catalog gained the column with 0 for its earlier rows; the later note's unlocated quote is 1."""
+    counted = rows(built.home, "SELECT path, unlocated_quotes FROM extraction_runs ORDER BY finished_at, path")
+    assert counted == [(EARLIER_NOTE, 0), (LATER_NOTE, 1)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert engram(["cost", "--home", str(built.home.root), "--json"]) == 0
+    report = json.loads(out.getvalue())
+    per_document = {row["path"]: row["unlocated_quotes"] for row in report["documents"]}
+    assert per_document == {EARLIER_NOTE: 0, LATER_NOTE: 1}
+    assert [run["unlocated_quotes"] for run in report["runs"]] == [0, 1]
+    assert report["totals"]["unlocated_quotes"] == 1
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert engram(["cost", "--home", str(built.home.root)]) == 0
+    assert f"{LATER_NOTE}: " in text.getvalue() and "1 quotes not found in the text" in text.getvalue()
 
 
 def test_supersession_proposes_a_pair_with_an_unlocated_side_without_quoting_it(built: Built) -> None:

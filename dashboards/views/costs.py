@@ -241,10 +241,11 @@ def _model_calls(metrics: LifecycleMetrics) -> None:
     st.altair_chart(chart, width="stretch")
     st.dataframe(
         shown[["label", "model", "documents", "failed_documents", "calls", "requests", "retries", "cache_hits",
-               "tokens_in", "tokens_out", "p50_ms", "p95_ms", "cost_usd", "cost_note"]],
+               "tokens_in", "tokens_out", "p50_ms", "p95_ms", "cost_usd", "cost_note", "unlocated_quotes"]],
         hide_index=True,
         column_config={
             "label": "build", "failed_documents": "failed", "cache_hits": "cache hits",
+            "unlocated_quotes": "quotes not found",
             "p50_ms": st.column_config.NumberColumn("p50 ms", format="%.0f"),
             "p95_ms": st.column_config.NumberColumn("p95 ms", format="%.0f"),
             "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.5f"),
@@ -257,10 +258,13 @@ def _model_calls(metrics: LifecycleMetrics) -> None:
     st.caption("Per document, failed extractions first, then the latest build first.")
     st.dataframe(
         failed_first[["label", "path", "status", "segments", "requests", "retries", "cache_hits", "tokens_in",
-                      "tokens_out", "cost_usd", "error"]],
+                      "tokens_out", "cost_usd", "unlocated_quotes", "error"]],
         hide_index=True,
         column_config={
             "label": "build", "cache_hits": "cache hits",
+            "unlocated_quotes": st.column_config.NumberColumn(
+                "quotes not found", help="Quotes the model gave that are not verbatim in the document: their "
+                "entities, relations or decisions were kept without a span."),
             "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.6f"),
             "error": st.column_config.TextColumn("why it failed", width="large"),
         },

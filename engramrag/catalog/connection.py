@@ -49,6 +49,16 @@ def has_table(catalog: duckdb.DuckDBPyConnection, name: str) -> bool:
     )
 
 
+def has_column(catalog: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether the catalog's table has the column (a read-only reader of an older catalog may lack it)."""
+    return bool(
+        catalog.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
+            [table, column],
+        ).fetchone()[0]
+    )
+
+
 def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
     # Every statement is CREATE ... IF NOT EXISTS, so a catalog from before a new table gains it here.
     connection.execute(TABLES)

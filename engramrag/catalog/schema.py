@@ -9,9 +9,13 @@ in rows written before, which resolution reads as their ``kind``) and let ``deci
 NULL (a decision a model reported whose quote is not in the text). The writer's open applies both to an older
 catalog with idempotent ALTER statements; read-only readers of an older catalog cannot add the column, so they name
 ``core_kind`` only when the catalog has it (``resolve.inputs.live_mentions``).
+
+Version 4 added ``extraction_runs.unlocated_quotes``: how many of the quotes a model gave for a document were not
+found verbatim in its text (their items are kept without a span). Added the same way; readers of an older catalog
+read 0 (``metrics.lifecycle``).
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -120,7 +124,8 @@ CREATE TABLE IF NOT EXISTS extraction_runs (
     tokens_out INTEGER NOT NULL DEFAULT 0,
     quads INTEGER NOT NULL DEFAULT 0,
     error VARCHAR,
-    finished_at TIMESTAMP NOT NULL
+    finished_at TIMESTAMP NOT NULL,
+    unlocated_quotes INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS deletions (
@@ -206,6 +211,7 @@ TABLES += """
 ALTER TABLE entities ADD COLUMN IF NOT EXISTS core_kind VARCHAR;
 ALTER TABLE decisions ALTER COLUMN line_start DROP NOT NULL;
 ALTER TABLE decisions ALTER COLUMN line_end DROP NOT NULL;
+ALTER TABLE extraction_runs ADD COLUMN IF NOT EXISTS unlocated_quotes INTEGER DEFAULT 0;
 """
 
 # Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has

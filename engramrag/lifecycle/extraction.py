@@ -56,6 +56,7 @@ class ExtractionSummary:
     cache_hits: int = 0
     tokens_in: int = 0  # paid in this run (cache hits excluded)
     tokens_out: int = 0
+    unlocated_quotes: int = 0  # model quotes not found verbatim in the text: their items were kept without a span
 
     def merge(self, other: ExtractionSummary) -> None:
         self.extracted += other.extracted
@@ -69,6 +70,7 @@ class ExtractionSummary:
         self.cache_hits += other.cache_hits
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
+        self.unlocated_quotes += other.unlocated_quotes
 
     def count_calls(self, calls: Sequence[Any]) -> None:
         self.model_calls += len(calls)
@@ -219,7 +221,7 @@ def _extract_bucket(
         if error is not None:
             summary.failed[attempt.path] = f"{type(error).__name__}: {error}"
             runs.append(_run_row(run_id, attempt.doc_id, attempt.path, bucket, "failed", extractor, latency,
-                                 paid_tokens(attempt.calls), 0, now, summary.failed[attempt.path]))
+                                 paid_tokens(attempt.calls), 0, now, summary.failed[attempt.path], 0))
             progress.advance()
             continue
         document, extraction = attempt.document, attempt.extraction
@@ -232,8 +234,9 @@ def _extract_bucket(
                      "extracted_at": now, "quads": graphs.quad_count, "statements": len(extraction.statements),
                      "entities": len(extraction.entities)})
         tokens = paid_tokens(attempt.calls) if attempt.calls else (extraction.tokens_in, extraction.tokens_out)
+        summary.unlocated_quotes += extraction.unlocated_quotes
         runs.append(_run_row(run_id, attempt.doc_id, attempt.path, bucket, "ok", extractor, latency, tokens,
-                             graphs.quad_count, now, None))
+                             graphs.quad_count, now, None, extraction.unlocated_quotes))
         progress.advance()
 
     quads.replace_documents(written)
@@ -361,9 +364,10 @@ def _collect_rows(rows: dict[str, list[dict]], document: Document, extraction: E
                                   "superseded_by": list(decision.superseded_by)})
 
 
-def _run_row(run_id, doc_id, path, bucket, status, extractor, latency, tokens, quad_count, now, error) -> dict:
+def _run_row(run_id, doc_id, path, bucket, status, extractor, latency, tokens, quad_count, now, error,
+             unlocated) -> dict:
     return {"run_id": run_id, "doc_id": doc_id, "path": path, "bucket": bucket, "status": status,
             "extractor": extractor.name, "extractor_version": extractor.version,
             "model": getattr(extractor, "model", None), "latency_ms": latency,
             "tokens_in": tokens[0], "tokens_out": tokens[1],
-            "quads": quad_count, "error": error, "finished_at": now}
+            "quads": quad_count, "error": error, "finished_at": now, "unlocated_quotes": unlocated}

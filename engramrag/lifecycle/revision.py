@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 import pyoxigraph as ox
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, has_column
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.ontology.quadstore import QuadStore
-from engramrag.resolve.inputs import has_column
 from engramrag.revise.supersession import (
     SupersessionConfig,
     SupersessionProposal,

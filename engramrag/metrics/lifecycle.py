@@ -18,7 +18,7 @@ from typing import NamedTuple
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader, has_table
+from engramrag.catalog.connection import catalog_reader, has_column, has_table
 from engramrag.store import Home
 
 
@@ -181,6 +181,11 @@ def _calls_source(catalog: duckdb.DuckDBPyConnection) -> str:
     return f"(SELECT {columns} WHERE false)"
 
 
+def _unlocated(catalog: duckdb.DuckDBPyConnection) -> str:
+    """The unlocated-quotes column of ``extraction_runs``; 0 in a catalog from before it (read-only readers)."""
+    return "unlocated_quotes" if has_column(catalog, "extraction_runs", "unlocated_quotes") else "0"
+
+
 def llm_documents(catalog: duckdb.DuckDBPyConnection, prices: Prices | None = None) -> pd.DataFrame:
     """Model calls per run and document: segments, calls, HTTP requests and retries, failed calls, cache hits,
     paid tokens in and out, call latency, and the cost in US dollars of the paid tokens.
@@ -191,11 +196,12 @@ def llm_documents(catalog: duckdb.DuckDBPyConnection, prices: Prices | None = No
     """
     frame = catalog.execute(
         f"""WITH {RUNS}, outcome AS (
-            SELECT run_id, doc_id, any_value(status) AS status, any_value(error) AS error
+            SELECT run_id, doc_id, any_value(status) AS status, any_value(error) AS error,
+                   max({_unlocated(catalog)})::INTEGER AS unlocated_quotes
             FROM extraction_runs GROUP BY ALL
         )
         SELECT r.run, c.run_id, r.finished_at, c.path, c.model, c.prompt_version, o.status, o.error,
-               max(c.segments) AS segments, {CALL_FIGURES}
+               coalesce(o.unlocated_quotes, 0) AS unlocated_quotes, max(c.segments) AS segments, {CALL_FIGURES}
         FROM {_calls_source(catalog)} c JOIN runs r ON c.run_id IS NOT DISTINCT FROM r.run_id
         LEFT JOIN outcome o ON c.run_id IS NOT DISTINCT FROM o.run_id AND c.doc_id = o.doc_id
         GROUP BY ALL ORDER BY r.run, c.path, c.model"""
@@ -210,12 +216,18 @@ def llm_runs(catalog: duckdb.DuckDBPyConnection, documents: pd.DataFrame) -> pd.
     unknown: a partial sum would understate it."""
     frame = catalog.execute(
         f"""WITH {RUNS}, outcome AS (
-            SELECT run_id, doc_id, bool_or(status = 'failed') AS failed FROM extraction_runs GROUP BY ALL
+            SELECT run_id, doc_id, bool_or(status = 'failed') AS failed,
+                   max({_unlocated(catalog)})::INTEGER AS unlocated_quotes
+            FROM extraction_runs GROUP BY ALL
+        ), unlocated AS (
+            SELECT run_id, sum(unlocated_quotes)::BIGINT AS unlocated_quotes FROM outcome GROUP BY ALL
         )
         SELECT r.run, c.run_id, r.finished_at, c.model, count(DISTINCT c.doc_id) AS documents,
-               count(DISTINCT c.doc_id) FILTER (o.failed) AS failed_documents, {CALL_FIGURES}
+               count(DISTINCT c.doc_id) FILTER (o.failed) AS failed_documents,
+               coalesce(any_value(u.unlocated_quotes), 0)::BIGINT AS unlocated_quotes, {CALL_FIGURES}
         FROM {_calls_source(catalog)} c JOIN runs r ON c.run_id IS NOT DISTINCT FROM r.run_id
         LEFT JOIN outcome o ON c.run_id IS NOT DISTINCT FROM o.run_id AND c.doc_id = o.doc_id
+        LEFT JOIN unlocated u ON c.run_id IS NOT DISTINCT FROM u.run_id
         GROUP BY ALL ORDER BY r.run, c.model"""
     ).df()
     totals, notes = [], []

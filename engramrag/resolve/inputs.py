@@ -16,20 +16,11 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from engramrag.catalog.connection import has_column
 from engramrag.extract.base import CORE_KINDS
 from engramrag.resolve.kinds import core_kind, is_known
 
 MENTION_COLUMNS = ("doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line", "core_kind")
-
-
-def has_column(catalog: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
-    """Whether the catalog's table has the column (a read-only reader of an older catalog may lack it)."""
-    return bool(
-        catalog.execute(
-            "SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
-            [table, column],
-        ).fetchone()[0]
-    )
 
 
 def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -68,4 +59,4 @@ def _core(kind: str, declared: Any, custom_kinds: Mapping[str, str] | None) -> s
     return core_kind(kind, custom_kinds) if is_known(kind, custom_kinds) else None
 
 
-__all__ = ["MENTION_COLUMNS", "has_column", "live_mentions", "mention_core_kinds", "unknown_kinds"]
+__all__ = ["MENTION_COLUMNS", "live_mentions", "mention_core_kinds", "unknown_kinds"]
