@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from engramrag.decisions.store import DecisionsStore
 from engramrag.extract.llm import LLMConfig, OpenAIExtractor, ResponseCache, ResponseCacheError
 from engramrag.extract.llm.cache import CACHE_FILE, CacheKey
 from engramrag.store import Home
@@ -128,6 +129,31 @@ def test_a_dry_run_of_a_built_home_touches_no_file_and_counts_the_cached_segment
     assert (long["path"], long["reason"]) == (LONG, "pending")
     assert (long["segments"], long["cached_segments"]) == (built.long_segments, built.long_segments - 1)
     assert report["requests"] == 1 and long["tokens_in"] > 0
+
+
+def test_a_dry_run_reads_the_decisions_store_without_migrating_or_touching_it(built: Built, tmp_path: Path) -> None:
+    """An agent's pending note in learned/ makes the estimate consult the decisions store. The estimate still
+    holds the note back, and the store (here one an older program left, schema version 2) stays as it was:
+    no migration, no -wal or -shm file, no changed byte or mtime."""
+    home, vault = tmp_path / "home", tmp_path / "vault"
+    shutil.copytree(built.home, home)
+    shutil.copytree(built.vault, vault)
+    (vault / "learned").mkdir()
+    (vault / "learned" / "agent-idea.md").write_text(
+        "---\ntitle: Agent idea\nstatus: pending\n---\n# Agent idea\n\nAn agent wrote this.\n", encoding="utf-8"
+    )
+    DecisionsStore.for_home(Home(home))  # the store, at the current schema
+    with closing(sqlite3.connect(home / "decisions.sqlite")) as connection:
+        connection.execute("PRAGMA user_version = 2")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for leftover in ("decisions.sqlite-wal", "decisions.sqlite-shm"):
+        (home / leftover).unlink(missing_ok=True)
+    before = snapshot(home)
+    report = dry_run(vault, home, tmp_path)
+    assert snapshot(home) == before
+    assert "waiting for a person's approval" in report["rejected"]["learned/agent-idea.md"]
+    with closing(sqlite3.connect(f"{(home / 'decisions.sqlite').as_uri()}?mode=ro", uri=True)) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_a_dry_run_reads_answers_a_running_build_has_only_in_the_write_ahead_log(built: Built, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ transaction, so the approved version is the one on disk. Rows are append-only; t
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 from engramrag.agent import destinations
 from engramrag.agent.confirmations import Refused, write_transaction
 from engramrag.agent.domains import Edit, apply_edit, split_document
+from engramrag.decisions.sqlite_file import reading_only
 from engramrag.decisions.store import DecisionsStore
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -53,12 +55,14 @@ def in_agent_folder(relative_path: str, config: VaultConfig | None = None) -> bo
     return bool(folder) and "/" in relative_path and relative_path.split("/", 1)[0] == folder
 
 
-def approved_states(home: Home) -> frozenset[tuple[str, str]]:
-    """Every (path, content state) whose newest verdict is an approval; empty when no decisions store exists."""
+def approved_states(home: Home, read_only: bool = False) -> frozenset[tuple[str, str]]:
+    """Every (path, content state) whose newest verdict is an approval; empty when no decisions store exists.
+    ``read_only`` (estimates) reads the store without opening it for writing, so no migration runs either."""
     if not home.decisions_path.exists():
         return frozenset()
     verdicts: dict[tuple[str, str], str] = {}
-    for _, path, state, verdict, *_ in _rows(home):
+    rows = _read_only_rows(home, f"SELECT {_COLUMNS} FROM note_approvals ORDER BY id") if read_only else _rows(home)
+    for _, path, state, verdict, *_ in rows:
         verdicts[(path, state)] = verdict
     return frozenset(key for key, verdict in verdicts.items() if verdict == APPROVED)
 
@@ -99,16 +103,31 @@ def is_held(
     return held_message(relative_path, any(path == relative_path for path, _ in states))
 
 
-def agent_written_states(home: Home) -> frozenset[tuple[str, str]]:
+def agent_written_states(home: Home, read_only: bool = False) -> frozenset[tuple[str, str]]:
     """Every (path, content state) an agent write produced through the tools (executed confirmations)."""
     if not home.decisions_path.exists():
         return frozenset()
+    query = ("SELECT relative_path, written_state FROM agent_confirmations "
+             "WHERE status = 'executed' AND written_state IS NOT NULL")
+    if read_only:
+        return frozenset((path, state) for path, state in _read_only_rows(home, query))
     with DecisionsStore.for_home(home)._connection() as connection:
-        rows = connection.execute(
-            "SELECT relative_path, written_state FROM agent_confirmations "
-            "WHERE status = 'executed' AND written_state IS NOT NULL"
-        ).fetchall()
+        rows = connection.execute(query).fetchall()
     return frozenset((path, state) for path, state in rows)
+
+
+def _read_only_rows(home: Home, query: str) -> list[tuple[Any, ...]]:
+    """``query``'s rows, read without writing anything; none from a store too old to have the table (such a
+    store has no approvals and no agent writes yet)."""
+    with reading_only(home.decisions_path) as connection:
+        if connection is None:
+            return []
+        try:
+            return connection.execute(query).fetchall()
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):
+                return []
+            raise
 
 
 def _says_pending(raw_bytes: bytes) -> bool:
@@ -125,9 +144,10 @@ class ApprovalGate:
     A vault without agent notes never opens the decisions store, so the sync costs what it did before.
     """
 
-    def __init__(self, home: Home, config: VaultConfig) -> None:
+    def __init__(self, home: Home, config: VaultConfig, read_only: bool = False) -> None:
         self.home = home
         self.config = config
+        self.read_only = read_only  # an estimate: read the store without opening it for writing
         self._approved: frozenset[tuple[str, str]] | None = None
         self._agent_written: frozenset[tuple[str, str]] | None = None
 
@@ -135,8 +155,8 @@ class ApprovalGate:
         if not in_agent_folder(relative_path, self.config):
             return None
         if self._approved is None or self._agent_written is None:
-            self._approved = approved_states(self.home)
-            self._agent_written = agent_written_states(self.home)
+            self._approved = approved_states(self.home, self.read_only)
+            self._agent_written = agent_written_states(self.home, self.read_only)
         return is_held(self.home, relative_path, raw_bytes, self.config, self._approved, self._agent_written)
 
 

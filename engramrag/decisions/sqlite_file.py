@@ -105,6 +105,26 @@ class SqliteFile:
 
 
 @contextmanager
+def reading_only(path: str | Path) -> Iterator[sqlite3.Connection | None]:
+    """A connection to an existing SQLite file that creates and changes nothing, for estimates that promise to
+    leave the disk as they found it; None when the file does not exist. No migration runs, so a caller must
+    cope with tables an older file lacks. Even a ``mode=ro`` reader of a WAL file creates ``-wal`` and
+    ``-shm`` files and leaves them behind, so a file no connection holds open (no ``-wal`` beside it) is opened
+    ``immutable``; while a writer holds it open, or after one was killed, the ``-wal`` has rows the main file
+    lacks, so it is opened ``mode=ro``, which reads them through the ``-shm`` index the writer created."""
+    path = Path(path)
+    if not path.exists():
+        yield None
+        return
+    mode = "mode=ro" if path.with_name(f"{path.name}-wal").exists() else "immutable=1"
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+@contextmanager
 def immediate(connection: sqlite3.Connection) -> Iterator[None]:
     """One write transaction that takes the write lock up front, so it never fails half-way on a lock upgrade."""
     connection.execute("BEGIN IMMEDIATE")

@@ -113,7 +113,7 @@ def estimate_build(
     result = BuildEstimate(current, getattr(extractor, "model", None), buckets)
     known = _catalog_documents(home, buckets) if built and buckets else {}
     result.unchanged = _live_documents(home) - len(known) if built else 0  # the buckets with nothing to do
-    gate = ApprovalGate(home, config)
+    gate = ApprovalGate(home, config, read_only=True)
     for file in scan_vault(vault, config, buckets) if buckets else []:
         previous = known.get(file.path)
         try:

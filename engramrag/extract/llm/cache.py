@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engramrag.decisions.sqlite_file import SqliteFile
+from engramrag.decisions.sqlite_file import SqliteFile, reading_only
 from engramrag.store import Home
 
 CACHE_FILE = "llm_cache.sqlite"
@@ -88,27 +88,19 @@ class _ReadOnlyFile:
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
-        connection = self._open()
-        try:
-            yield connection
-        finally:
-            connection.close()
-
-    def _open(self) -> sqlite3.Connection:
-        if self.path.exists():
-            mode = "mode=ro" if self.path.with_name(f"{self.path.name}-wal").exists() else "immutable=1"
-            connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?{mode}", uri=True)
-            try:
-                found = connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'responses'").fetchone()
-            except BaseException:
-                connection.close()
-                raise
-            if found[0]:
-                return connection
-            connection.close()  # created by a build that has not yet given it its table: nothing cached yet
+        with reading_only(self.path) as connection:
+            if connection is not None and connection.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'responses'"
+            ).fetchone()[0]:
+                yield connection
+                return
+        # No file, or one a build created but has not yet given its table: nothing is cached yet.
         empty = sqlite3.connect(":memory:")
-        _create(empty)
-        return empty
+        try:
+            _create(empty)
+            yield empty
+        finally:
+            empty.close()
 
 
 class ResponseCache:
