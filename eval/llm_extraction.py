@@ -36,7 +36,6 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +47,7 @@ from assets.partitions import BUCKET_COUNT
 from eval.build_benchmark import machine
 from eval.synthetic_vault import generate_vault
 from pipelines.build import run_build
-from tests.llm_server import LLMServer, echo_responder
+from tests.llm_server import InFlight, LLMServer, echo_responder
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 MODEL = "bench-model"
@@ -102,13 +101,13 @@ def throughput_run(work: Path, documents: int, seed: int, latency: float, concur
     if not vault.exists():
         generate_vault(vault, documents, seed)
     home = work / f"home-c{concurrency}"
-    model = SlowModel(latency)
+    model = InFlight(latency)
     with LLMServer(responder=model) as server:
         figures = timed_build(home, vault, server, concurrency)
     extraction_s = figures["extraction_s"] or figures["build_s"]
     figures |= {
         "concurrency": concurrency,
-        "peak_in_flight": model.peak,
+        "peak_in_flight": model.most,
         "documents": documents,
         "documents_per_s": round(figures["extracted"] / extraction_s, 2),
         "requests_per_s": round(figures["server_requests"] / extraction_s, 2),
@@ -116,26 +115,6 @@ def throughput_run(work: Path, documents: int, seed: int, latency: float, concur
     print(f"concurrency {concurrency:>2}: build {figures['build_s']:.1f} s, extraction {extraction_s:.1f} s, "
           f"{figures['server_requests']} requests", file=sys.stderr)
     return figures
-
-
-class SlowModel:
-    """``echo_responder`` answering after ``latency_s`` seconds, counting the most requests it held at once."""
-
-    def __init__(self, latency_s: float) -> None:
-        self.latency_s = latency_s
-        self.in_flight = self.peak = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, request: dict[str, Any]) -> Any:
-        with self._lock:
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-        try:
-            time.sleep(self.latency_s)
-            return echo_responder(request)
-        finally:
-            with self._lock:
-                self.in_flight -= 1
 
 
 def edit_cost(work: Path, documents: int, seed: int) -> dict[str, Any]:

@@ -106,3 +106,21 @@ class Lifecycle:
 @pytest.fixture
 def lifecycle(vault: Path, home: Home, instance: dg.DagsterInstance) -> Lifecycle:
     return Lifecycle(vault, home, instance)
+
+
+def make_catalog_schema_2(catalog_path: Path, *extra: str) -> None:
+    """Turn a built catalog into what a program of catalog schema 2 left: no ``entities.core_kind`` and no
+    ``extraction_runs.unlocated_quotes``, NOT NULL decision lines, and ``schema_version`` 2. ``extra`` statements
+    run first (for example to drop what a test wants rebuilt)."""
+    old = duckdb.connect(str(catalog_path))
+    try:
+        for statement in extra:
+            old.execute(statement)
+        old.execute("ALTER TABLE decisions ALTER COLUMN line_start SET NOT NULL")
+        old.execute("ALTER TABLE decisions ALTER COLUMN line_end SET NOT NULL")
+        old.execute("ALTER TABLE entities DROP COLUMN core_kind")
+        old.execute("ALTER TABLE extraction_runs DROP COLUMN unlocated_quotes")
+        old.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    finally:
+        old.close()
+

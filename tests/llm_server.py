@@ -138,6 +138,30 @@ def echo_responder(request: dict[str, Any]) -> dict[str, Any]:
     return extraction([entity(name, "Concept", name) for name in names], relations)
 
 
+class InFlight:
+    """A model that answers every segment with ``echo_responder`` after ``delay_s`` seconds (HTTP 500 for the
+    document named ``failing``) and counts the most requests it held at once (``most``)."""
+
+    def __init__(self, delay_s: float, failing: str | None = None) -> None:
+        self.delay_s = delay_s
+        self.failing = failing
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            time.sleep(self.delay_s)
+            if self.failing is not None and segment_of(request)["document"] == self.failing:
+                return server_error(500)
+            return echo_responder(request)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
 class LLMServer:
     """Start with ``with LLMServer() as server:`` (or ``start()``/``stop()``); ``server.url`` ends in ``/v1``."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import io
 import os
 import shutil
 import threading
@@ -25,41 +24,15 @@ from engramrag.ontology.vocab import document_iri, statement_iri
 from engramrag.store import Home
 from pipelines.build import run_build
 from tests.conftest import EXAMPLE_VAULT, build_environment
+from tests.test_converters import pdf_bytes
 
 MINJI = "people/minji-park.md"
 MINJI_GRAPH = str(document_iri(MINJI))
 
 
-def pdf_bytes(lines: list[str], title: str) -> bytes:
-    """A one-page PDF with a Helvetica text layer, written object by object so pypdf reads it as a real file."""
-    operations = ["BT", "/F1 12 Tf", "72 720 Td", "14 TL"]
-    operations += [f"({line}) Tj T*" for line in lines]
-    stream = "\n".join([*operations, "ET"]).encode("latin-1")
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> "
-        b"/Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        f"<< /Title ({title}) >>".encode("latin-1"),
-    ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()
-
-
 REPORT_PDF = pdf_bytes(
-    ["Quarterly report of the Atlas project.", "Minji Park decided to adopt DuckDB for the catalog."],
-    "Atlas Quarterly Report",
+    [["Quarterly report of the Atlas project.", "Minji Park decided to adopt DuckDB for the catalog."]],
+    title="Atlas Quarterly Report",
 )
 LAUNCH_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Atlas Launch Notes</title><script>var t = "TRACKER";</script></head>

@@ -36,7 +36,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.markdown import parse_document
 from pipelines.build import run_build
-from tests.conftest import build_environment
+from tests.conftest import build_environment, make_catalog_schema_2
 from tests.llm_server import LLMServer, entity, extraction, segment_of
 
 DATASET_NOTE, TOOLS_NOTE, PEOPLE_NOTE = "notes/dataset.md", "notes/tools.md", "notes/people.md"
@@ -198,14 +198,7 @@ def test_an_undeclared_kind_is_compared_as_concept_and_reported_in_the_assets_me
     readers still read it; the resolution assets upgrade it, compare "Dataset" as Concept and say so."""
     home = Home.at(tmp_path / "home")
     shutil.copytree(built.home.root, home.root, dirs_exist_ok=True)
-    old = duckdb.connect(str(home.catalog_path))
-    try:
-        old.execute("DROP TABLE resolution_candidates; DELETE FROM entity_clusters")
-        old.execute("ALTER TABLE entities DROP COLUMN core_kind")
-        old.execute("ALTER TABLE decisions ALTER COLUMN line_start SET NOT NULL")
-        old.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-    finally:
-        old.close()
+    make_catalog_schema_2(home.catalog_path, "DROP TABLE resolution_candidates; DELETE FROM entity_clusters")
 
     with catalog_reader(home) as reader:  # read-only: it cannot add the column, and need not
         mentions = live_mentions(reader)

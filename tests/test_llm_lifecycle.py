@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -37,7 +36,7 @@ from engramrag.vault.markdown import parse_document
 from pipelines.build import run_build
 from pipelines.cli import main as engram
 from tests.conftest import build_environment
-from tests.llm_server import LLMServer, echo_responder, segment_of, server_error
+from tests.llm_server import InFlight, LLMServer, echo_responder, segment_of, server_error
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 MODEL = "test-model"
@@ -428,29 +427,6 @@ def _cached(cache: ResponseCache | None, vault: Path, path: str) -> bool:
 
 
 # --- several documents at once --------------------------------------------------------------------------------
-
-
-class InFlight:
-    """A model that answers slowly and counts how many requests it holds at once."""
-
-    def __init__(self, delay_s: float, failing: str) -> None:
-        self.delay_s = delay_s
-        self.failing = failing
-        self.now = self.most = 0
-        self.lock = threading.Lock()
-
-    def __call__(self, request: dict[str, Any]) -> Any:
-        with self.lock:
-            self.now += 1
-            self.most = max(self.most, self.now)
-        try:
-            time.sleep(self.delay_s)
-            if segment_of(request)["document"] == self.failing:
-                return server_error(500)
-            return echo_responder(request)
-        finally:
-            with self.lock:
-                self.now -= 1
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyoxigraph as ox
 import pytest
 
@@ -35,7 +34,7 @@ from engramrag.vault.config import VaultConfig
 from engramrag.vault.markdown import parse_document
 from pipelines.build import run_build
 from pipelines.cli import main as engram
-from tests.conftest import build_environment
+from tests.conftest import build_environment, make_catalog_schema_2
 from tests.llm_server import LLMServer, decision, entity, extraction, segment_of
 
 EARLIER_NOTE, LATER_NOTE = "notes/catalog-choice.md", "notes/catalog-move.md"
@@ -137,15 +136,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             patch.setenv(name, value)
         first = run_build(home, vault, extractor="openai")
         assert first.success, first.errors
-        old = duckdb.connect(str(home.catalog_path))
-        try:
-            old.execute("ALTER TABLE decisions ALTER COLUMN line_start SET NOT NULL")
-            old.execute("ALTER TABLE decisions ALTER COLUMN line_end SET NOT NULL")
-            old.execute("ALTER TABLE entities DROP COLUMN core_kind")
-            old.execute("ALTER TABLE extraction_runs DROP COLUMN unlocated_quotes")
-            old.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-        finally:
-            old.close()
+        make_catalog_schema_2(home.catalog_path)
         (vault / LATER_NOTE).write_text(LATER_TEXT, encoding="utf-8")
         second = run_build(home, vault, extractor="openai")
         assert second.success, second.errors
