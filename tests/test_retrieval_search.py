@@ -32,7 +32,7 @@ from pipelines.build import run_build
 from pipelines.cli import main
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
-LEGS = {"lexical", "entity", "triple", "chunk", "bm25", "ppr"}
+LEGS = {"lexical", "entity", "triple", "chunk", "bm25", "notes", "ppr"}
 
 
 @pytest.fixture(scope="module")

@@ -175,3 +175,88 @@ def test_context_stays_within_budget_and_keeps_reserved_bridges() -> None:
     assert "[1] doc1.md" in text
     roomy, _, _ = assemble_context("q", hits[:2], [], [], 3000, 0.2, 0.15)
     assert "## Bridges" not in roomy and len(roomy) <= 3000
+
+
+# --- fusion, hub control, whole-note BM25 and confidence -----------------------------------------------------
+
+
+def test_rank_fusion_adds_reciprocal_ranks_and_ignores_unweighted_legs() -> None:
+    from engramrag.retrieve.fusion import fuse, ranks
+
+    assert ranks({"a": 2.0, "b": 5.0, "c": 0.0, "d": 2.0}) == {"b": 1, "a": 2, "d": 3}
+    fused = fuse({"notes": {"a": 3.0, "b": 1.0}, "graph": {"b": 9.0, "c": 1.0}}, {"notes": 1.0, "graph": 0.5}, k=1)
+    assert fused == pytest.approx({"a": 1 / 2, "b": 1 / 3 + 0.5 / 2, "c": 0.5 / 3})
+    assert fuse({"notes": {"a": 1.0}, "graph": {"c": 1.0}}, {"notes": 1.0, "graph": 0.0}, k=60) == {"a": 1 / 61}
+
+
+def test_a_confident_keyword_head_survives_a_graph_that_disagrees() -> None:
+    from engramrag.retrieve.fusion import fuse
+
+    notes = {"answer": 9.0, "near": 5.0, "far": 1.0}
+    graph = {"far": 0.9, "near": 0.5, "answer": 0.01, "hub": 0.8}
+    fused = fuse({"notes": notes, "graph": graph}, {"notes": 1.0, "graph": 0.3}, 60)
+    assert max(fused, key=fused.__getitem__) == "answer"
+
+
+def test_node_specificity_is_near_zero_for_a_name_in_every_note() -> None:
+    from engramrag.retrieve.index_build import node_specificity
+
+    assert node_specificity(1, 1000) > 0.9
+    assert node_specificity(1000, 1000) < 0.01
+    assert node_specificity(10, 1000) > node_specificity(100, 1000)
+    assert node_specificity(0, 0) == 1.0
+
+
+def test_seed_specificity_is_the_restart_weighted_mean() -> None:
+    from engramrag.retrieve.fusion import seed_specificity
+
+    specificity = np.array([0.1, 0.9, 0.5])
+    assert seed_specificity({0: 1.0, 1: 1.0}, specificity) == pytest.approx(0.5)
+    assert seed_specificity({0: 3.0, 1: 1.0}, specificity) == pytest.approx(0.3)
+    assert seed_specificity({}, specificity) == 0.0
+
+
+def test_length_normalised_mass_does_not_favour_a_long_note() -> None:
+    from engramrag.retrieve.fusion import length_normalised
+
+    normalised = length_normalised({"long": 0.04, "short": 0.02}, {"long": 16.0, "short": 2.0}, 0.5)
+    assert normalised["short"] > normalised["long"]
+    assert length_normalised({"a": 0.3}, {"a": 9.0}, 0.0) == {"a": 0.3}
+
+
+def test_coverage_is_the_share_of_idf_mass_the_documents_hold_together() -> None:
+    from engramrag.retrieve.fusion import confidence, coverage
+
+    present = np.array([[True, False, False], [False, True, False]])
+    assert coverage([1.0, 2.0, 7.0], present) == pytest.approx(0.3)
+    assert coverage([1.0, 2.0], np.zeros((0, 2), dtype=bool)) == 0.0
+    assert coverage([], np.zeros((2, 0), dtype=bool)) == 0.0
+    assert confidence(0.5, 10.0, 0.5) == pytest.approx(0.5)
+    assert confidence(1.0, 10.0, 0.5) > 0.99 > 0.01 > confidence(0.0, 10.0, 0.5)
+
+
+def test_whole_note_bm25_ranks_a_note_whose_words_are_spread_and_knows_missing_words() -> None:
+    from engramrag.retrieve.note_bm25 import NoteIndex, question_terms
+
+    index = NoteIndex.build(
+        [
+            "Caroline researched adoption agencies.\n\nLater she talked about counselling.",
+            "Caroline went hiking with Melanie.",
+            "Melanie painted a sunset.",
+        ]
+    )
+    terms = question_terms("What did Caroline research on adoption?")
+    assert terms == ["carolin", "research", "adopt"]
+    scores = index.scores(terms)
+    assert int(np.argmax(scores)) == 0 and scores[2] == 0
+    assert index.presence(terms, [0, 1]).tolist() == [[True, True, True], [True, False, False]]
+    assert index.idf("banana") > index.idf("carolin")
+    assert index.scores(question_terms("banana bread")).max() == 0
+
+
+def test_korean_question_terms_drop_particles_question_words_and_endings() -> None:
+    from engramrag.retrieve.note_bm25 import question_terms
+
+    assert question_terms("김지훈은 무엇을 담당하나?") == ["김지", "지훈", "담당"]
+    assert question_terms("누구야?") == []
+    assert "뭐였" not in question_terms("강아지 이름이 뭐였지?")

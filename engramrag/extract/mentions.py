@@ -53,6 +53,12 @@ STOPWORDS = frozenset(
         "Friday", "Saturday", "Sunday", "January", "February", "March", "April", "June", "July", "August",
         "September", "October", "November", "December", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Jan", "Feb",
         "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec",
+        # Interjections that are never part of a name: in chat logs "Hey Caroline" and "Congrats Caroline" are
+        # the speaker's name, not entities of their own.
+        "Hey", "Hiya", "Howdy", "Bye", "Goodbye", "Wow", "Whoa", "Oh", "Ooh", "Ah", "Aw", "Aww", "Yay", "Yeah",
+        "Yep", "Yup", "Nope", "Nah", "Hmm", "Um", "Uh", "Ugh", "Haha", "Hahaha", "Lol", "Omg", "Oops", "Congrats",
+        "Congratulations", "Thank", "Thx", "Cheers", "Sorry", "Cool", "Awesome", "Nice", "Amazing", "Sure",
+        "Absolutely", "Totally", "Definitely", "Exactly", "Honestly", "Alright", "Anyway", "Anyways", "Btw", "Tbh",
     )
 )  # fmt: skip
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-LEGS = ("lexical", "entity", "triple", "chunk", "bm25", "ppr")
+LEGS = ("lexical", "entity", "triple", "chunk", "bm25", "notes", "ppr")
 
 
 @dataclass
@@ -47,11 +47,18 @@ class SearchAnswer:
     bridges: list[dict[str, Any]] = field(default_factory=list)
     seeds: list[dict[str, Any]] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # How sure the search is that the vault holds something relevant, in [0, 1]; below the configured
+    # threshold ``no_relevant_memory`` is set (and auto_turn returns only a notice).
+    confidence: float = 0.0
+    no_relevant_memory: bool = False
+    ranking: dict[str, float] = field(default_factory=dict)  # the fusion's weights for this question
 
     def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "mode": self.mode,
+            "confidence": self.confidence,
+            "no_relevant_memory": self.no_relevant_memory,
             "results": [
                 {key: value for key, value in asdict(hit).items() if key != "doc_id"} for hit in self.results
             ],
@@ -60,5 +67,6 @@ class SearchAnswer:
             "facts": [asdict(fact) for fact in self.facts],
             "bridges": self.bridges,
             "seeds": self.seeds,
+            "ranking": self.ranking,
             "timings_ms": self.timings_ms,
         }

@@ -30,6 +30,13 @@ class IndexConfig:
         default=1.0,
         metadata={"help": "Weight of a passage–entity mention edge for one mention; n mentions weigh 1 + ln n times."},
     )
+    mention_specificity_exponent: float = field(
+        default=1.0,
+        metadata={
+            "help": "Mention edges are scaled by the entity's specificity (log((N+1)/df) / log(N+1), df = notes "
+            "naming it) to this power, so a name in every note does not carry the walk to every note. 0: off."
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,61 @@ class RetrievalConfig:
         metadata={"help": "PageRank runs on the seeds' neighbourhood up to this many nodes (exact below it)."},
     )
     subgraph_hops: int = field(default=3, metadata={"help": "Hops from the seeds that the neighbourhood spans."})
+    note_candidates: int = field(
+        default=100, metadata={"help": "Notes kept from whole-note BM25 (the lexical floor of the ranking)."}
+    )
+    fusion_k: float = field(
+        default=60.0,
+        metadata={"help": "k of the reciprocal rank fusion: a leg's document at rank r adds weight / (k + r)."},
+    )
+    note_weight: float = field(
+        default=1.0, metadata={"help": "Fusion weight of whole-note BM25, the ranking's lexical floor."}
+    )
+    chunk_weight: float = field(default=0.5, metadata={"help": "Fusion weight of chunk BM25 (LanceDB)."})
+    dense_weight: float = field(
+        default=0.5, metadata={"help": "Fusion weight of chunk vectors (only where dense passage seeds are on)."}
+    )
+    graph_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "Fusion weight of the PageRank ranking before it is scaled by how specific the seeds are "
+            "(see graph_follows_seed_specificity)."
+        },
+    )
+    graph_follows_seed_specificity: bool = field(
+        default=True,
+        metadata={
+            "help": "Scale the graph's fusion weight by the seeds' mean specificity: seeds named in most notes "
+            "(a chat's speakers) say little about which note is wanted."
+        },
+    )
+    seed_specificity_exponent: float = field(
+        default=1.0,
+        metadata={"help": "Restart weights of seed entities are multiplied by their specificity to this power."},
+    )
+    passage_length_exponent: float = field(
+        default=0.5,
+        metadata={
+            "help": "A note's PageRank mass is divided by its edge strength to this power before ranking, so a "
+            "long, well-connected note does not win by length. 0: raw mass."
+        },
+    )
+    confidence_documents: int = field(
+        default=3, metadata={"help": "Top documents whose coverage of the question's terms sets the confidence."}
+    )
+    confidence_slope: float = field(
+        default=10.0, metadata={"help": "Slope of the logistic curve from term coverage to confidence."}
+    )
+    confidence_midpoint: float = field(
+        default=0.45, metadata={"help": "Coverage (share of the question's IDF mass) at which confidence is 0.5."}
+    )
+    abstain_below: float = field(
+        default=0.5,
+        metadata={
+            "help": "Below this confidence a search says no_relevant_memory; auto_turn then injects only a "
+            "one-line notice."
+        },
+    )
     context_chars: int = field(default=6000, metadata={"help": "Character budget of the assembled context."})
     fact_share: float = field(
         default=0.2, metadata={"help": "Share of the context reserved for edges touching the top entities."}

@@ -94,3 +94,8 @@ def _fit(lines: list[str], items: Sequence[Fact], budget: int) -> tuple[list[str
 
 def _block(heading: str, lines: list[str]) -> str:
     return f"{heading}\n" + "\n".join(lines) + "\n\n" if lines else ""
+
+
+def notice_only(query: str, notice: str) -> str:
+    """The whole context of a search that found nothing relevant: one line, so nothing else is injected."""
+    return f"> {notice}: {query}\n"

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, FORMAT, current_index
+from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.ppr import walk_matrix
 from engramrag.retrieve.statements import StatementTable
 from engramrag.store import Home
@@ -34,6 +35,9 @@ class RetrievalIndex:
     entity_vectors: np.ndarray  # (entities, dimension) unit rows, memory-mapped
     entity_density: np.ndarray  # (entities,) local density of each label, for CSLS
     statements: StatementTable  # the statements behind entity-entity edges, by entity
+    notes: NoteIndex  # whole-note BM25; note i is passage node entity_count + i
+    specificity: np.ndarray  # (entities,) log-IDF specificity of each entity over the notes, in [0, 1]
+    strength: np.ndarray  # (nodes,) sum of each node's edge weights
 
     @classmethod
     def open(cls, home: Home) -> RetrievalIndex:
@@ -62,7 +66,15 @@ class RetrievalIndex:
         vectors = np.load(folder / ENTITY_VECTORS, mmap_mode="r")
         density = np.load(folder / ENTITY_DENSITY)
         statements = StatementTable.load(db, entity_count)
-        return cls(folder, manifest, graph, walk, entity_count, kind, db, vectors, density, statements)
+        specificity = np.asarray(
+            [value for (value,) in db.execute("SELECT specificity FROM entity_nodes ORDER BY node").fetchall()],
+            dtype=np.float64,
+        )
+        strength = np.asarray(graph.strength(weights="weight"), dtype=np.float64)
+        return cls(
+            folder, manifest, graph, walk, entity_count, kind, db, vectors, density, statements,
+            NoteIndex.load(folder), specificity, strength,
+        )
 
     def nearest_entities(self, vector: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``limit`` entity nodes most similar to ``vector``, and their cosines, best first."""

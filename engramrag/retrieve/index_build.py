@@ -34,12 +34,13 @@ from engramrag.extract.textutil import normalise_label
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import nearest_neighbours
+from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 7
+FORMAT = 8
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -150,14 +151,12 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
     return {
         "passages": catalog.execute(
             f"""
-            SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end
+            SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end,
+                   coalesce(d.text, '') AS body
             FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id AND c.chunk_index = 0
             WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
             """
         ).df(),
-        "texts": catalog.execute(
-            f"SELECT text FROM documents WHERE NOT gone AND doc_id IN ({embedded}) ORDER BY path"
-        ).df()["text"],
         "entities": catalog.execute(
             f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
             "ORDER BY doc_id, entity_key"
@@ -221,6 +220,13 @@ def _assemble(
         key = (min(a, b), max(a, b), kind)
         edges[key] = edges.get(key, 0.0) + weight
 
+    documents_of: dict[int, set[str]] = {}
+    for doc, node_key in zip(entities["doc_id"], entities["node_key"], strict=True):
+        if doc in passage_node:
+            documents_of.setdefault(node_of_key[node_key], set()).add(doc)
+    specificity = [
+        node_specificity(len(documents_of.get(node, ())), len(passage_node)) for node in range(entity_count)
+    ]
     for doc, key, label, kind, count, node_key in entities.itertuples(index=False):
         node = node_of_key[node_key]
         labels.setdefault(node, Counter())[label] += 1
@@ -233,6 +239,9 @@ def _assemble(
             weight = config.mention_edge_weight * (1.0 + math.log(max(1, count)))
             if key == DOCUMENT_KEY:  # the entity the note is about: its title
                 weight *= config.title_edge_weight
+            # Hub control: an entity named in a large share of the notes (a chat's speakers, the team's own
+            # name) carries little of the walk from note to note.
+            weight *= specificity[node] ** config.mention_specificity_exponent
             add(node, passage_node[doc], MENTION, weight)
 
     edge_rows = []
@@ -268,13 +277,15 @@ def _assemble(
         for node in range(entity_count)
     ]
     label_terms = {term for wordings in term_lists for listed in wordings for term in listed}
-    frequency = _document_frequency(tables["texts"], label_terms)
+    frequency = _document_frequency(passages["body"], label_terms)
     return {
         "entity_count": entity_count,
         "node_keys": node_keys,
         "labels": display,
         "kinds": [kinds[node].most_common(1)[0][0] for node in range(entity_count)],
         "mentions": [mentions[node] for node in range(entity_count)],
+        "documents": [len(documents_of.get(node, ())) for node in range(entity_count)],
+        "specificity": specificity,
         "density": density,
         "matrix": matrix,
         "passages": passages.assign(node=[passage_node[d] for d in passages["doc_id"]]),
@@ -289,7 +300,17 @@ def _assemble(
         "term_lists": term_lists,
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
+        "notes": NoteIndex.build(passages["body"].tolist()),
     }
+
+
+def node_specificity(documents: int, total: int) -> float:
+    """How specific an entity is, in (0, 1]: log((N + 1) / df) / log(N + 1) for an entity named in ``documents``
+    of ``total`` notes (HippoRAG weights its seeds by inverse passage count; this is its smoothed log form).
+    A name in one note of many is near 1; a name in every note is near 0."""
+    if total <= 0:
+        return 1.0
+    return max(0.0, math.log((total + 1) / max(1, documents))) / math.log(total + 1)
 
 
 def _document_frequency(texts: pd.Series, wanted: set[str]) -> Counter[str]:
@@ -320,6 +341,8 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             "label": graph["labels"],
             "kind": graph["kinds"],
             "mentions": graph["mentions"],
+            "documents": graph["documents"],
+            "specificity": graph["specificity"],
             "density": graph["density"],
         }
     )
@@ -356,3 +379,4 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
     matrix = graph["matrix"] if entity_count else np.zeros((0, embedder.dimension))
     np.save(folder / ENTITY_VECTORS, np.ascontiguousarray(matrix, dtype=np.float32))
     np.save(folder / ENTITY_DENSITY, np.asarray(graph["density"], dtype=np.float32))
+    graph["notes"].save(folder)

@@ -1,10 +1,13 @@
-"""From a question to ranked documents and a budgeted context.
+"""From a question to ranked documents, a confidence and a budgeted context.
 
-``full`` runs all four seeding legs, then Personalized PageRank from the seed entities (and, lightly, the
-seed passages), and ranks documents by their PageRank mass. ``auto_turn`` skips every embedding (lexical
-entity match and BM25 seed the same PageRank) and returns at most a handful of results, flagged as
-possibly partial or stale. The ablations used by the evaluation rank by one part only: ``graph_off``
-(dense + BM25 passages), ``bm25_only`` and ``dense_only``.
+``full`` runs every leg: whole-note BM25, chunk BM25, chunk vectors (with a semantic embedder), and
+Personalized PageRank from the seed entities (lexical, entity-label and triple legs, each seed weighted by
+how specific it is) and, lightly, the seed passages. The documents' order is one weighted reciprocal rank
+fusion of the legs' rankings (fusion.py), with whole-note BM25 as its floor and the graph's weight following
+the seeds' specificity. ``auto_turn`` skips every embedding and returns at most a handful of results,
+flagged as possibly partial or stale, or only a notice when nothing relevant was found. The ablations used
+by the evaluation: ``graph_off`` (the same fusion without the graph), ``notes_only`` (whole-note BM25),
+``bm25_only`` (chunk BM25) and ``dense_only``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from engramrag.extract.textutil import normalise_label
 from engramrag.ontology.vocab import document_iri
 from engramrag.retrieve.answer import LEGS, Fact, Hit, SearchAnswer
 from engramrag.retrieve.config import RetrievalConfig
-from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
+from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context, notice_only
+from engramrag.retrieve.fusion import confidence, coverage, fuse, length_normalised, seed_specificity
 from engramrag.retrieve.index import RetrievalIndex
 from engramrag.retrieve.lexical import LabelTerms, terms
 from engramrag.retrieve.ppr import LocalPageRank, personalized_pagerank
@@ -34,9 +38,10 @@ from engramrag.store import Home
 from engramrag.vectors.lancedb_store import VectorStore
 
 Mode = Literal["full", "auto_turn"]
-Ablation = Literal["graph_off", "bm25_only", "dense_only"]
+Ablation = Literal["graph_off", "notes_only", "bm25_only", "dense_only"]
 MODES = ("full", "auto_turn")
-ABLATIONS = ("graph_off", "bm25_only", "dense_only")
+ABLATIONS = ("graph_off", "notes_only", "bm25_only", "dense_only")
+NO_RELEVANT_NOTICE = "nothing relevant found: the memory holds no note that matches this question"
 
 
 FACT_CANDIDATES = 100  # statements about the top entities handed to context assembly
@@ -53,6 +58,8 @@ class _Ranked:
     order: list[tuple[str, float]]  # (doc_id, score), best first
     top_entities: list[int] = field(default_factory=list)  # entity nodes by PageRank, best first (20)
     local: LocalPageRank | None = None  # the PageRank neighbourhood (None for the ablations)
+    query_terms: list[str] = field(default_factory=list)  # the question's whole-note BM25 terms
+    ranking: dict[str, float] = field(default_factory=dict)  # the fusion's weights for this question
 
 
 class Retriever:
@@ -68,9 +75,10 @@ class Retriever:
         self.vectors = VectorStore(home.lancedb_path, int(index.manifest["dimension"]), embedder.name)
         chosen = config.dense_passage_seeds
         self.dense_passages = chosen if chosen is not None else not embedder.name.startswith("hash")
-        passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes").fetchall()
+        passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes ORDER BY node").fetchall()
         self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
         self.doc_of_node = {node: doc for node, doc, _, _ in passages}
+        self.doc_of_note = [doc for _, doc, _, _ in passages]  # whole-note BM25 numbers notes in node order
         # The lexical leg's tables, held in memory: a few hundred thousand short rows at 10,000 notes.
         idf = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
         self.label_terms = LabelTerms(
@@ -113,51 +121,85 @@ class Retriever:
         started = time.perf_counter()
         ranked = self._rank(query, mode, ablation, timings)
         top = self._below_successors(ranked.order)[:k]
+        sure = self._confidence(ranked.query_terms, [doc for doc, _ in top])
+        nothing_relevant = sure < self.config.abstain_below
+        warnings = [AUTO_TURN_NOTICE] if mode == "auto_turn" else []
+        if nothing_relevant:
+            warnings.append(f"{NO_RELEVANT_NOTICE} (confidence {sure:.2f}); do not rely on these results")
+        if mode == "auto_turn" and nothing_relevant:
+            timings["total"] = _ms(started)
+            return SearchAnswer(
+                query, mode, [], notice_only(query, NO_RELEVANT_NOTICE), warnings, [], [],
+                self._seed_list(ranked.seeds), timings, sure, True, ranked.ranking,
+            )
         hits = self._hits(top, ranked)
         mark = time.perf_counter()
         facts, bridges, bridge_paths = self._facts(ranked, hits)
-        notice = AUTO_TURN_NOTICE if mode == "auto_turn" else None
+        notices = [AUTO_TURN_NOTICE] if mode == "auto_turn" else []
+        if nothing_relevant:
+            notices.append(NO_RELEVANT_NOTICE)
         context, facts, bridges = assemble_context(
             query, hits, facts, bridges, self.config.context_chars, self.config.fact_share,
-            self.config.bridge_share, notice,
+            self.config.bridge_share, " ".join(notices) or None,
         )
         timings["context"] = _ms(mark)
         timings["total"] = _ms(started)
-        warnings = [AUTO_TURN_NOTICE] if mode == "auto_turn" else []
         if not hits:
             warnings.append("nothing matched the query; try other words or check that the vault was built")
         return SearchAnswer(
-            query, mode, hits, context, warnings, facts, bridge_paths, self._seed_list(ranked.seeds), timings
+            query, mode, hits, context, warnings, facts, bridge_paths, self._seed_list(ranked.seeds), timings,
+            sure, nothing_relevant, ranked.ranking,
         )
+
+    def _confidence(self, query_terms: list[str], docs: list[str]) -> float:
+        """How sure the search is that the vault holds something relevant: the share of the question's IDF
+        mass that the best of the top documents contains, through the configured logistic curve."""
+        notes = self.index.notes
+        wanted = [self.passage_of_doc[doc][0] - self.index.entity_count for doc in docs
+                  if doc in self.passage_of_doc][: self.config.confidence_documents]
+        covered = coverage([notes.idf(term) for term in query_terms], notes.presence(query_terms, wanted))
+        return round(confidence(covered, self.config.confidence_slope, self.config.confidence_midpoint), 4)
 
     # ranking ------------------------------------------------------------------------------------------
 
     def _rank(self, query: str, mode: Mode, ablation: Ablation | None, timings: dict[str, float]) -> _Ranked:
         seeds = Seeds()
+        config = self.config
         dense_needed = mode == "full" and ablation in (None, "graph_off", "dense_only")
         mark = time.perf_counter()
         vector = self.embedder.embed([query])[0] if dense_needed else None
         timings["embed"] = _ms(mark)
+        query_terms = self.index.notes.query_terms(query)
         if ablation != "dense_only":
             mark = time.perf_counter()
-            hits = self.vectors.search_text(query, k=self.config.passage_candidates) if terms(query) else []
+            seeds.notes = self._note_scores(query_terms)
+            timings["notes"] = _ms(mark)
+            mark = time.perf_counter()
+            hits = self.vectors.search_text(query, k=config.passage_candidates) if terms(query) else []
             seeds.bm25, bm25_chunks = best_per_document(hits)
             seeds.best_chunk.update(bm25_chunks)
             timings["bm25"] = _ms(mark)
-        if vector is not None and ablation != "bm25_only":
+        if vector is not None and ablation not in ("bm25_only", "notes_only"):
             mark = time.perf_counter()
-            hits = self.vectors.search_vector("chunks", vector, k=self.config.passage_candidates)
+            hits = self.vectors.search_vector("chunks", vector, k=config.passage_candidates)
             seeds.dense, dense_chunks = best_per_document(hits)
             for doc, chunk in dense_chunks.items():
                 seeds.best_chunk.setdefault(doc, chunk)
             timings["chunk"] = _ms(mark)
+        legs: dict[str, dict[str, float]] = {
+            "notes": seeds.notes,
+            "chunks": seeds.bm25,
+            "dense": seeds.dense if self.dense_passages else {},
+        }
+        weights = {"notes": config.note_weight, "chunks": config.chunk_weight, "dense": config.dense_weight}
         if ablation is not None:
             scores = {
-                "graph_off": seeds.passage_scores(self.dense_passages),
+                "graph_off": fuse(legs, weights, config.fusion_k),
+                "notes_only": seeds.notes,
                 "bm25_only": seeds.bm25,
                 "dense_only": seeds.dense,
             }[ablation]
-            return _Ranked(seeds, {}, _ordered(scores.items()))
+            return _Ranked(seeds, {}, _ordered(scores.items()), query_terms=query_terms)
         mark = time.perf_counter()
         seeds.lexical = self._lexical(query)
         timings["lexical"] = _ms(mark)
@@ -166,36 +208,56 @@ class Retriever:
             seeds.entity = self._entity(vector)
             timings["entity"] = _ms(mark)
             mark = time.perf_counter()
-            seeds.triples = self.vectors.search_vector("triples", vector, k=self.config.triple_candidates)
+            seeds.triples = self.vectors.search_vector("triples", vector, k=config.triple_candidates)
             labels = self._nodes_of_labels(label for hit in seeds.triples for label in (hit["subject"], hit["object"]))
-            seeds.triple = triple_seeds(seeds.triples, labels, self.config.csls_query_k)
+            seeds.triple = triple_seeds(seeds.triples, labels, config.csls_query_k)
             timings["triple"] = _ms(mark)
         mark = time.perf_counter()
-        reset = dict(seeds.entity_weights())
+        specificity = self.index.specificity
+        entity_weights = seeds.entity_weights()
+        reset = {
+            node: weight * float(specificity[node]) ** config.seed_specificity_exponent
+            for node, weight in entity_weights.items()
+        }
         passage_scores = seeds.passage_scores(self.dense_passages)
         for doc, score in passage_scores.items():
             if doc in self.passage_of_doc:
                 node = self.passage_of_doc[doc][0]
-                reset[node] = reset.get(node, 0.0) + self.config.passage_node_weight * score
+                reset[node] = reset.get(node, 0.0) + config.passage_node_weight * score
         local = personalized_pagerank(
             self.index.graph,
             self.index.walk,
             reset,
-            self.config.damping,
-            self.config.subgraph_hops,
-            self.config.auto_turn_subgraph_nodes if mode == "auto_turn" else self.config.max_subgraph_nodes,
+            config.damping,
+            config.subgraph_hops,
+            config.auto_turn_subgraph_nodes if mode == "auto_turn" else config.max_subgraph_nodes,
         )
         ppr = local.scores
         timings["ppr"] = _ms(mark)
-        ranked_docs = {self.doc_of_node[node] for node in ppr if node in self.doc_of_node}
-        ranked_docs.update(doc for doc in passage_scores if doc in self.passage_of_doc)
-        doc_scores = {
-            doc: ppr.get(self.passage_of_doc[doc][0], 0.0) + 1e-9 * passage_scores.get(doc, 0.0)
-            for doc in ranked_docs
-        }
+        strength = self.index.strength
+        mass = {self.doc_of_node[node]: score for node, score in ppr.items() if node in self.doc_of_node}
+        legs["graph"] = length_normalised(
+            mass, {doc: float(strength[self.passage_of_doc[doc][0]]) for doc in mass}, config.passage_length_exponent
+        )
+        specific = seed_specificity(entity_weights, specificity)
+        weights["graph"] = config.graph_weight * (specific if config.graph_follows_seed_specificity else 1.0)
+        doc_scores = fuse(legs, weights, config.fusion_k)
         entity_count = self.index.entity_count
         top = heapq.nlargest(20, ((score, node) for node, score in ppr.items() if node < entity_count))
-        return _Ranked(seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top], local)
+        ranking = {"seed_specificity": round(specific, 4)}
+        ranking.update({f"{leg}_weight": round(weight, 4) for leg, weight in weights.items()})
+        return _Ranked(
+            seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top], local, query_terms, ranking
+        )
+
+    def _note_scores(self, query_terms: list[str]) -> dict[str, float]:
+        """doc_id -> whole-note BM25 for the best ``note_candidates`` notes that match at all."""
+        scores = self.index.notes.scores(query_terms)
+        limit = min(self.config.note_candidates, len(scores))
+        if not limit:
+            return {}
+        best = np.argpartition(-scores, limit - 1)[:limit]
+        return {self.doc_of_note[int(i)]: float(scores[i]) for i in best if scores[i] > 0}
 
     def _lexical(self, query: str) -> dict[int, float]:
         return self.label_terms.scores(terms(query), self.config.lexical_min_coverage, self.config.lexical_seeds)
@@ -285,6 +347,7 @@ class Retriever:
             legs.update(leg_by_doc.get(doc, {}))
             legs["chunk"] = round(float(seeds.dense.get(doc, 0.0)), 6)
             legs["bm25"] = round(float(seeds.bm25.get(doc, 0.0)), 6)
+            legs["notes"] = round(float(seeds.notes.get(doc, 0.0)), 6)
             legs["ppr"] = round(float(ranked.ppr.get(node, 0.0)), 8) if node is not None else 0.0
             lines = [chunk.get("line_start"), chunk.get("line_end")] if chunk else []
             hits.append(
@@ -432,6 +495,7 @@ class Retriever:
                     "lexical": round(seeds.lexical.get(node, 0.0), 6),
                     "entity_leg": round(seeds.entity.get(node, 0.0), 6),
                     "triple": round(seeds.triple.get(node, 0.0), 6),
+                    "specificity": round(float(self.index.specificity[node]), 4),
                 }
             )
         return out

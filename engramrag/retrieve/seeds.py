@@ -26,6 +26,7 @@ class Seeds:
     triple: dict[int, float] = field(default_factory=dict)
     dense: dict[str, float] = field(default_factory=dict)  # doc_id -> best chunk cosine (raw)
     bm25: dict[str, float] = field(default_factory=dict)  # doc_id -> best chunk BM25 (raw)
+    notes: dict[str, float] = field(default_factory=dict)  # doc_id -> whole-note BM25 (raw)
     best_chunk: dict[str, dict] = field(default_factory=dict)  # doc_id -> the chunk that scored best
     triples: list[dict] = field(default_factory=list)  # the triple hits, for provenance
 
@@ -38,8 +39,9 @@ class Seeds:
         return dict(total)
 
     def passage_scores(self, use_dense: bool = True) -> dict[str, float]:
-        """Per document: the mean of its scaled dense and BM25 scores (legs that ran), scaled to max 1."""
-        legs = [scaled(leg) for leg in ((self.dense if use_dense else {}), self.bm25) if leg]
+        """Per document: the mean of its scaled dense, chunk BM25 and whole-note BM25 scores (legs that ran),
+        scaled to max 1: the passages' share of the PageRank restart."""
+        legs = [scaled(leg) for leg in ((self.dense if use_dense else {}), self.bm25, self.notes) if leg]
         if not legs:
             return {}
         combined: dict[str, float] = defaultdict(float)

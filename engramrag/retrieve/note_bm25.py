@@ -1,0 +1,141 @@
+"""Whole-note BM25: the lexical floor of every search, built with the ``bm25s`` library.
+
+Chunk BM25 (LanceDB's full-text index) scores each chunk on its own, so a note whose words are spread over
+several chunks ranks below a note with one lucky chunk. This index scores whole notes, the way the simplest
+peer a user would compare against does (BM25 over whole notes), so the fused ranking can start from it.
+BM25's length normalisation (``b``) keeps a long note from winning by length.
+
+Terms are the lexical leg's (:func:`engramrag.retrieve.lexical.terms`: words, Hangul as character bigrams,
+no function words) with English words stemmed (Snowball, as LanceDB's own index stems), so "researched"
+finds "research". Document frequencies are kept beside the index: the abstention estimate asks how much of
+a question's rarity the best notes cover, and a word no note contains is the strongest sign of a question
+the vault cannot answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from engramrag.embed.tokens import is_cjk, word_runs
+from engramrag.extract.korean import analyse
+from engramrag.retrieve.lexical import terms
+
+FOLDER = "notes_bm25"
+FREQUENCIES = "document_frequency.json"
+# Korean question words and the verb endings of a spoken question: a note never contains "뭐였지", and
+# counting their bigrams as missing words would make every Korean question look unanswerable.
+KOREAN_QUESTION_WORDS = frozenset(
+    ("무엇", "뭐", "뭘", "무슨", "누구", "누가", "누군", "어디", "언제", "어느", "얼마", "어떻게", "왜", "몇")
+)
+KOREAN_QUESTION_ENDINGS = (
+    "였지", "였나", "였어", "이었지", "인가요", "인가", "인지", "했어", "했나", "했지", "하나요", "하나", "하니",
+    "해요", "했나요", "나요", "까요", "을까", "일까", "야", "지",
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def note_terms(text: str) -> list[str]:
+    """The terms of a note or a question, in order: :func:`terms`, English words stemmed."""
+    stem = _stemmer().stemWord
+    return [stem(term) if term.isascii() and term.isalpha() else term for term in terms(text)]
+
+
+def question_terms(query: str) -> list[str]:
+    """A question's distinct terms: Korean words lose their particle (``analyse``) and spoken question endings,
+    Korean question words are dropped, then :func:`note_terms`."""
+    words: list[str] = []
+    for word in word_runs(query):
+        if is_cjk(word):
+            length, role = analyse(word)
+            if role == "stop":
+                continue
+            stem = word[:length] if role == "marked" and length else word
+            for ending in KOREAN_QUESTION_ENDINGS:
+                if stem.endswith(ending) and len(stem) > len(ending):
+                    stem = stem[: -len(ending)]
+                    break
+            if stem in KOREAN_QUESTION_WORDS or any(stem.startswith(w) for w in KOREAN_QUESTION_WORDS if len(w) > 1):
+                continue
+            words.append(stem)
+        else:
+            words.append(word)
+    return list(dict.fromkeys(note_terms(" ".join(words))))
+
+
+class NoteIndex:
+    """BM25 over whole notes; note ``i`` is the index's ``i``-th passage (``passage_nodes`` order)."""
+
+    def __init__(self, model: bm25s.BM25 | None, frequency: dict[str, int], notes: int) -> None:
+        self.model = model
+        self.frequency = frequency
+        self.notes = notes
+
+    @classmethod
+    def build(cls, texts: Sequence[str]) -> NoteIndex:
+        tokens = [note_terms(text) for text in texts]
+        frequency: Counter[str] = Counter()
+        for listed in tokens:
+            frequency.update(set(listed))
+        if not any(tokens):
+            return cls(None, dict(frequency), len(texts))
+        model = bm25s.BM25()
+        model.index(tokens, show_progress=False)
+        return cls(model, dict(frequency), len(texts))
+
+    def save(self, folder: Path) -> None:
+        target = folder / FOLDER
+        target.mkdir(parents=True, exist_ok=True)
+        if self.model is not None:
+            self.model.save(str(target), show_progress=False)
+        (target / FREQUENCIES).write_text(
+            json.dumps({"notes": self.notes, "frequency": self.frequency}, ensure_ascii=False)
+        )
+
+    @classmethod
+    def load(cls, folder: Path) -> NoteIndex:
+        target = folder / FOLDER
+        stored = json.loads((target / FREQUENCIES).read_text())
+        model = None
+        if (target / "params.index.json").exists():
+            model = bm25s.BM25.load(str(target), mmap=False, show_progress=False, verbosity=0)
+        return cls(model, stored["frequency"], int(stored["notes"]))
+
+    def query_terms(self, query: str) -> list[str]:
+        """The question's distinct terms, in order (:func:`question_terms`)."""
+        return question_terms(query)
+
+    def scores(self, query_terms: Sequence[str]) -> np.ndarray:
+        """BM25 of every note for the terms (zeros where nothing matches)."""
+        known = [term for term in query_terms if term in self.frequency]
+        if self.model is None or not known:
+            return np.zeros(self.notes, dtype=np.float32)
+        return np.asarray(self.model.get_scores(known), dtype=np.float32)
+
+    def presence(self, query_terms: Sequence[str], notes: Sequence[int]) -> np.ndarray:
+        """(len(notes), len(query_terms)) booleans: whether each note contains each term."""
+        out = np.zeros((len(notes), len(query_terms)), dtype=bool)
+        if self.model is None or not len(notes):
+            return out
+        rows = np.asarray(notes, dtype=np.int64)
+        for column, term in enumerate(query_terms):
+            if term in self.frequency:
+                out[:, column] = self.model.get_scores([term])[rows] > 0
+        return out
+
+    def idf(self, term: str) -> float:
+        """Smoothed inverse document frequency; a term no note contains gets the largest value."""
+        frequency = self.frequency.get(term, 0)
+        return math.log(1.0 + (self.notes - frequency + 0.5) / (frequency + 0.5))

@@ -1,0 +1,1 @@
+"""Retrieval evaluation sets: each writes a vault and its questions (with gold documents) deterministically."""
