@@ -242,15 +242,18 @@ def extractor_identity(name: str) -> str | None:
         return None
 
 
-def build_home(name: str, vault: Path, home_dir: Path, digest: str, rebuild: bool) -> dict[str, Any]:
-    """Build (or reuse) the home of one extractor. A home is reused when its marker names the same vault
-    digest and extractor id; otherwise it is built with run_build (incrementally into an existing home, from
-    scratch after --rebuild)."""
+def build_home(
+    name: str, vault: Path, home_dir: Path, digest: str, rebuild: bool,
+    marker_name: str = BUILD_MARKER, size_note: str = "1,890 passages take a few minutes",
+) -> dict[str, Any]:
+    """Build (or reuse) the home of one extractor. A home is reused when its marker (``marker_name`` in the
+    home) names the same vault digest and extractor id; otherwise it is built with run_build (incrementally
+    into an existing home, from scratch after --rebuild)."""
     from engramrag.store import Home
     from pipelines.build import run_build
 
     identity = extractor_identity(name)
-    marker = home_dir / BUILD_MARKER
+    marker = home_dir / marker_name
     if rebuild and home_dir.exists():
         shutil.rmtree(home_dir)
     if marker.is_file():
@@ -260,7 +263,7 @@ def build_home(name: str, vault: Path, home_dir: Path, digest: str, rebuild: boo
             return {**previous, "reused": True, "home": str(home_dir)}
         marker.unlink()
     kind = "incremental" if home_dir.exists() else "full"
-    note(f"[{name}] building {vault} into {home_dir} ({kind}); 1,890 passages take a few minutes")
+    note(f"[{name}] building {vault} into {home_dir} ({kind})" + (f"; {size_note}" if size_note else ""))
     started = time.perf_counter()
     outcome = run_build(Home.at(home_dir), vault, extractor=name)
     seconds = time.perf_counter() - started
@@ -360,7 +363,7 @@ def refresh_index(home_dir: Path) -> dict[str, Any]:
     from engramrag.vault.config import VaultConfig
 
     home, config = Home.at(home_dir), VaultConfig(bucket_count=BUCKET_COUNT)
-    embedder = make_embedder(os.environ.get("ENGRAM_EMBEDDER", "hash"))
+    embedder = make_embedder(os.environ.get("ENGRAM_EMBEDDER") or "hash")
     candidates = refresh_candidates(home, config, embedder)
     overlay, _ = refresh_overlay(home, config)
     summary = build_retrieval_index(home, config, embedder)

@@ -49,6 +49,15 @@ def all_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> int:
     return int(wanted <= set(distinct_ranked(ranked)[:k]))
 
 
+def reciprocal_rank(ranked: Sequence[str], gold: Iterable[str]) -> float:
+    """1 / (place of the first gold document among the distinct documents), 0.0 if none is ranked."""
+    wanted = _gold_set(gold)
+    for place, doc in enumerate(distinct_ranked(ranked), start=1):
+        if doc in wanted:
+            return 1.0 / place
+    return 0.0
+
+
 def hop_type(question_id: str) -> str:
     """MuSiQue's hop type is the prefix of the question id before '__' ('2hop', '3hop1', '4hop3', ...)."""
     prefix, separator, _ = question_id.partition("__")
@@ -96,6 +105,41 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    """Arithmetic mean of the values that are not None; None when there are none."""
+    present = [float(v) for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def share_percent(flags: Iterable[bool | None]) -> float | None:
+    """Percentage of true flags among those that are not None; None when there are none."""
+    present = [bool(flag) for flag in flags if flag is not None]
+    return 100.0 * sum(present) / len(present) if present else None
+
+
+# --- abstention --------------------------------------------------------------------------------------------
+
+
+def auroc(scores_positive: Sequence[float], scores_negative: Sequence[float]) -> float | None:
+    """Area under the ROC curve of a score separating positives from negatives: the Mann–Whitney estimate of
+    P(score of a random positive > score of a random negative), ties counting half. None if a side is empty.
+    O((m + n) log(m + n)) by midranks."""
+    if not scores_positive or not scores_negative:
+        return None
+    pooled = sorted([(float(s), True) for s in scores_positive] + [(float(s), False) for s in scores_negative])
+    rank_sum = 0.0  # sum of the positives' midranks (1-based)
+    start = 0
+    while start < len(pooled):
+        end = start
+        while end + 1 < len(pooled) and pooled[end + 1][0] == pooled[start][0]:
+            end += 1
+        midrank = (start + end) / 2 + 1
+        rank_sum += midrank * sum(1 for _, positive in pooled[start : end + 1] if positive)
+        start = end + 1
+    m, n = len(scores_positive), len(scores_negative)
+    return (rank_sum - m * (m + 1) / 2) / (m * n)
 
 
 # --- exact paired tests ------------------------------------------------------------------------------------

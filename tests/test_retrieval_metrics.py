@@ -15,15 +15,19 @@ from eval import musique
 from eval.retrieval_metrics import (
     aggregate,
     all_at_k,
+    auroc,
     binomial_two_sided,
     distinct_ranked,
     format_p,
     hop_type,
     markdown_table,
     mcnemar_exact,
+    mean,
     paired_binary,
     percentile,
     recall_at_k,
+    reciprocal_rank,
+    share_percent,
     sign_test,
 )
 
@@ -54,6 +58,50 @@ def test_metrics_refuse_undefined_input():
         recall_at_k(["a"], [], 5)
     with pytest.raises(ValueError):
         all_at_k(["a"], ["a"], 0)
+
+
+def test_recall_at_1():
+    assert recall_at_k(["a", "b"], ["a"], 1) == 1.0
+    assert recall_at_k(["b", "a"], ["a"], 1) == 0.0
+    assert recall_at_k(["a", "b"], ["a", "b"], 1) == 0.5
+
+
+def test_reciprocal_rank():
+    assert reciprocal_rank(["a", "b", "c"], ["a"]) == 1.0
+    assert reciprocal_rank(["x", "y", "c", "a"], ["a", "c"]) == pytest.approx(1 / 3)  # the first gold counts
+    assert reciprocal_rank(["x", "x", "x", "a"], ["a"]) == 0.5  # repeated documents count once
+    assert reciprocal_rank(["x", "y"], ["a"]) == 0.0
+    assert reciprocal_rank([], ["a"]) == 0.0
+    with pytest.raises(ValueError):
+        reciprocal_rank(["a"], [])
+
+
+def test_auroc_mann_whitney_with_ties():
+    assert auroc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert auroc([0.1, 0.2], [0.9, 0.8]) == 0.0
+    assert auroc([0.5], [0.5]) == 0.5  # a tie counts half
+    # pairs (p, n): (3,1) win, (3,2) win, (2,1) win, (2,2) tie, (1,1) tie, (1,2) loss -> (3 + 1) / 6
+    assert auroc([3, 2, 1], [1, 2]) == pytest.approx((3 + 0.5 + 0.5) / 6)
+    assert auroc([1.0], []) is None
+    assert auroc([], [1.0]) is None
+
+
+def test_auroc_agrees_with_the_pairwise_definition():
+    import random
+
+    generator = random.Random(7)
+    for _ in range(20):
+        positive = [generator.choice([0.0, 0.25, 0.5, 0.75, 1.0]) for _ in range(generator.randint(1, 9))]
+        negative = [generator.choice([0.0, 0.25, 0.5, 0.75, 1.0]) for _ in range(generator.randint(1, 9))]
+        pairs = [(p > n) + 0.5 * (p == n) for p in positive for n in negative]
+        assert auroc(positive, negative) == pytest.approx(sum(pairs) / len(pairs))
+
+
+def test_mean_and_share_skip_missing_values():
+    assert mean([1.0, None, 2.0]) == 1.5
+    assert mean([None]) is None and mean([]) is None
+    assert share_percent([True, False, None, True]) == pytest.approx(200 / 3)
+    assert share_percent([None]) is None
 
 
 def test_hop_type():

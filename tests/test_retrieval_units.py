@@ -183,7 +183,7 @@ def test_context_stays_within_budget_and_keeps_reserved_bridges() -> None:
 def test_rank_fusion_adds_reciprocal_ranks_and_ignores_unweighted_legs() -> None:
     from engramrag.retrieve.fusion import fuse, ranks
 
-    assert ranks({"a": 2.0, "b": 5.0, "c": 0.0, "d": 2.0}) == {"b": 1, "a": 2, "d": 3}
+    assert ranks({"a": 2.0, "b": 5.0, "c": 0.0, "d": 2.0}) == {"b": 1, "a": 2, "d": 2}  # equal scores tie
     fused = fuse({"notes": {"a": 3.0, "b": 1.0}, "graph": {"b": 9.0, "c": 1.0}}, {"notes": 1.0, "graph": 0.5}, k=1)
     assert fused == pytest.approx({"a": 1 / 2, "b": 1 / 3 + 0.5 / 2, "c": 0.5 / 3})
     assert fuse({"notes": {"a": 1.0}, "graph": {"c": 1.0}}, {"notes": 1.0, "graph": 0.0}, k=60) == {"a": 1 / 61}
@@ -260,3 +260,14 @@ def test_korean_question_terms_drop_particles_question_words_and_endings() -> No
     assert question_terms("김지훈은 무엇을 담당하나?") == ["김지", "지훈", "담당"]
     assert question_terms("누구야?") == []
     assert "뭐였" not in question_terms("강아지 이름이 뭐였지?")
+
+
+def test_scores_a_leg_cannot_tell_apart_share_a_rank() -> None:
+    from engramrag.retrieve.fusion import fuse, ranks
+
+    assert ranks({"a": 1.0, "b": 0.99, "c": 0.97, "d": 0.5}, tolerance=0.05) == {"a": 1, "b": 1, "c": 1, "d": 4}
+    assert ranks({"a": 1.0, "b": 0.99}, tolerance=0.0) == {"a": 1, "b": 2}
+    # The graph barely prefers "short"; the notes leg clearly prefers "whole": the tie lets the notes decide.
+    legs = {"notes": {"whole": 2.0, "short": 1.3}, "graph": {"short": 0.0471, "whole": 0.0464}}
+    fused = fuse(legs, {"notes": 1.0, "graph": 1.0}, 60, tolerance={"graph": 0.05})
+    assert fused["whole"] > fused["short"]

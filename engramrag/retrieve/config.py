@@ -41,7 +41,8 @@ class IndexConfig:
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """How a question becomes ranked documents and a context. Defaults are general, not tuned to a benchmark."""
+    """How a question becomes ranked documents, a confidence and a context. The defaults were chosen on the union of
+    three evaluation sets (MuSiQue, chat logs, team notes; eval/README.md), never on one."""
 
     damping: float = field(
         default=0.5, metadata={"help": "PageRank damping: probability of following an edge rather than restarting."}
@@ -86,10 +87,24 @@ class RetrievalConfig:
         default=60.0,
         metadata={"help": "k of the reciprocal rank fusion: a leg's document at rank r adds weight / (k + r)."},
     )
+    graph_rank_tolerance: float = field(
+        default=0.05,
+        metadata={
+            "help": "Notes whose PageRank mass differs by less than this share tie for a rank in the graph's "
+            "ranking, so the lexical legs decide between them (applied to the graph only: on the chat set, ties "
+            "in BM25 cost 2.8 points of recall@5)."
+        },
+    )
     note_weight: float = field(
         default=1.0, metadata={"help": "Fusion weight of whole-note BM25, the ranking's lexical floor."}
     )
-    chunk_weight: float = field(default=0.5, metadata={"help": "Fusion weight of chunk BM25 (LanceDB)."})
+    chunk_weight: float = field(
+        default=0.0,
+        metadata={
+            "help": "Fusion weight of chunk BM25 (LanceDB). 0 by default: on the team-notes set it cut MRR from "
+            "0.89 to 0.81 at 0.25 (eval/README.md); chunk BM25 still seeds PageRank and picks the snippets."
+        },
+    )
     dense_weight: float = field(
         default=0.5, metadata={"help": "Fusion weight of chunk vectors (only where dense passage seeds are on)."}
     )
@@ -97,14 +112,14 @@ class RetrievalConfig:
         default=1.0,
         metadata={
             "help": "Fusion weight of the PageRank ranking before it is scaled by how specific the seeds are "
-            "(see graph_follows_seed_specificity)."
+            "(see graph_specificity_power)."
         },
     )
-    graph_follows_seed_specificity: bool = field(
-        default=True,
+    graph_specificity_power: float = field(
+        default=2.0,
         metadata={
-            "help": "Scale the graph's fusion weight by the seeds' mean specificity: seeds named in most notes "
-            "(a chat's speakers) say little about which note is wanted."
+            "help": "The graph's fusion weight is multiplied by the seeds' mean specificity to this power: seeds "
+            "named in most notes (a chat's speakers) say little about which note is wanted. 0: a fixed weight."
         },
     )
     seed_specificity_exponent: float = field(
@@ -112,20 +127,36 @@ class RetrievalConfig:
         metadata={"help": "Restart weights of seed entities are multiplied by their specificity to this power."},
     )
     passage_length_exponent: float = field(
-        default=0.5,
+        default=0.0,
         metadata={
-            "help": "A note's PageRank mass is divided by its edge strength to this power before ranking, so a "
-            "long, well-connected note does not win by length. 0: raw mass."
+            "help": "A note's PageRank mass is divided by its edge strength to this power before ranking. 0 (raw "
+            "mass) by default: 0.5 cut MuSiQue ALL@10 of the graph ranking from 38 to 31, and whole-note BM25 "
+            "already keeps long notes from winning by length."
         },
+    )
+    bridge_head: int = field(
+        default=5, metadata={"help": "Places at the top of the fused order that reserved bridge slots come after."}
+    )
+    bridge_slots: int = field(
+        default=5,
+        metadata={
+            "help": "Most places after bridge_head reserved for the graph's best documents the head lacks (0: "
+            "none), scaled by the seeds' specificity (bridge_specificity_power): a multi-hop question's middle "
+            "passage enters the results without reordering the head."
+        },
+    )
+    bridge_specificity_power: float = field(
+        default=0.5,
+        metadata={"help": "The bridge slots used are bridge_slots times the seeds' mean specificity to this power."},
     )
     confidence_documents: int = field(
         default=3, metadata={"help": "Top documents whose coverage of the question's terms sets the confidence."}
     )
     confidence_slope: float = field(
-        default=10.0, metadata={"help": "Slope of the logistic curve from term coverage to confidence."}
+        default=8.5, metadata={"help": "Slope of the logistic curve from term coverage to confidence."}
     )
     confidence_midpoint: float = field(
-        default=0.45, metadata={"help": "Coverage (share of the question's IDF mass) at which confidence is 0.5."}
+        default=0.31, metadata={"help": "Coverage (share of the question's IDF mass) at which confidence is 0.5."}
     )
     abstain_below: float = field(
         default=0.5,

@@ -63,6 +63,23 @@ class LabelTerms:
         self.owner = np.asarray(owners, dtype=np.int64)  # the entity node of each wording
         self.entity_count = entity_count
 
+    def matched_rarity(self, query_terms: Iterable[str], nodes: Iterable[int]) -> dict[int, float]:
+        """For each of ``nodes``, the rarity in (0, 1] of the rarest query term its labels contain: that term's
+        IDF over the largest IDF a term can have. A session title "Nicholas and Matthew — session 8" names one
+        note, but a question that matches it only through the speakers' names is no more specific than they are."""
+        wanted = set(nodes)
+        ceiling = max(self.idf.values(), default=1.0) or 1.0
+        best: dict[int, float] = {}
+        for term in set(query_terms):
+            rows = self.postings.get(term)
+            rarity = self.idf.get(term, 0.0) / ceiling
+            if rows is None or rarity <= 0:
+                continue
+            for node in self.owner[rows].tolist():
+                if node in wanted and rarity > best.get(node, 0.0):
+                    best[node] = rarity
+        return best
+
     def scores(self, query_terms: Iterable[str], min_coverage: float, limit: int) -> dict[int, float]:
         """Node -> score for the ``limit`` entities whose labels the query names best (scaled to max 1)."""
         present = [term for term in set(query_terms) if term in self.postings and self.idf.get(term, 0.0) > 0]

@@ -29,7 +29,14 @@ from engramrag.ontology.vocab import document_iri
 from engramrag.retrieve.answer import LEGS, Fact, Hit, SearchAnswer
 from engramrag.retrieve.config import RetrievalConfig
 from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context, notice_only
-from engramrag.retrieve.fusion import confidence, coverage, fuse, length_normalised, seed_specificity
+from engramrag.retrieve.fusion import (
+    confidence,
+    coverage,
+    fuse,
+    length_normalised,
+    seed_specificity,
+    with_reserved_slots,
+)
 from engramrag.retrieve.index import RetrievalIndex
 from engramrag.retrieve.lexical import LabelTerms, terms
 from engramrag.retrieve.ppr import LocalPageRank, personalized_pagerank
@@ -121,7 +128,9 @@ class Retriever:
         started = time.perf_counter()
         ranked = self._rank(query, mode, ablation, timings)
         top = self._below_successors(ranked.order)[:k]
-        sure = self._confidence(ranked.query_terms, [doc for doc, _ in top])
+        covered = self._coverage(ranked.query_terms, [doc for doc, _ in top])
+        sure = round(confidence(covered, self.config.confidence_slope, self.config.confidence_midpoint), 4)
+        ranked.ranking["coverage"] = round(covered, 4)
         nothing_relevant = sure < self.config.abstain_below
         warnings = [AUTO_TURN_NOTICE] if mode == "auto_turn" else []
         if nothing_relevant:
@@ -151,14 +160,13 @@ class Retriever:
             sure, nothing_relevant, ranked.ranking,
         )
 
-    def _confidence(self, query_terms: list[str], docs: list[str]) -> float:
-        """How sure the search is that the vault holds something relevant: the share of the question's IDF
-        mass that the best of the top documents contains, through the configured logistic curve."""
+    def _coverage(self, query_terms: list[str], docs: list[str]) -> float:
+        """The share of the question's IDF mass that the top documents contain together: the evidence behind
+        the confidence (a question whose rare words no top note holds is one the vault cannot answer)."""
         notes = self.index.notes
         wanted = [self.passage_of_doc[doc][0] - self.index.entity_count for doc in docs
                   if doc in self.passage_of_doc][: self.config.confidence_documents]
-        covered = coverage([notes.idf(term) for term in query_terms], notes.presence(query_terms, wanted))
-        return round(confidence(covered, self.config.confidence_slope, self.config.confidence_midpoint), 4)
+        return coverage([notes.idf(term) for term in query_terms], notes.presence(query_terms, wanted))
 
     # ranking ------------------------------------------------------------------------------------------
 
@@ -194,7 +202,7 @@ class Retriever:
         weights = {"notes": config.note_weight, "chunks": config.chunk_weight, "dense": config.dense_weight}
         if ablation is not None:
             scores = {
-                "graph_off": fuse(legs, weights, config.fusion_k),
+                "graph_off": fuse(legs, weights, config.fusion_k, {"graph": config.graph_rank_tolerance}),
                 "notes_only": seeds.notes,
                 "bm25_only": seeds.bm25,
                 "dense_only": seeds.dense,
@@ -213,10 +221,10 @@ class Retriever:
             seeds.triple = triple_seeds(seeds.triples, labels, config.csls_query_k)
             timings["triple"] = _ms(mark)
         mark = time.perf_counter()
-        specificity = self.index.specificity
         entity_weights = seeds.entity_weights()
+        specificity = self._seed_specificity(query, seeds)
         reset = {
-            node: weight * float(specificity[node]) ** config.seed_specificity_exponent
+            node: weight * specificity[node] ** config.seed_specificity_exponent
             for node, weight in entity_weights.items()
         }
         passage_scores = seeds.passage_scores(self.dense_passages)
@@ -240,15 +248,28 @@ class Retriever:
             mass, {doc: float(strength[self.passage_of_doc[doc][0]]) for doc in mass}, config.passage_length_exponent
         )
         specific = seed_specificity(entity_weights, specificity)
-        weights["graph"] = config.graph_weight * (specific if config.graph_follows_seed_specificity else 1.0)
-        doc_scores = fuse(legs, weights, config.fusion_k)
+        trust = specific**config.graph_specificity_power  # how much the seeds say about which note is wanted
+        weights["graph"] = config.graph_weight * trust
+        doc_scores = fuse(legs, weights, config.fusion_k, {"graph": config.graph_rank_tolerance})
+        slots = int(config.bridge_slots * specific**config.bridge_specificity_power + 0.5)
+        order = with_reserved_slots(_ordered(doc_scores.items()), legs["graph"], config.bridge_head, slots)
         entity_count = self.index.entity_count
         top = heapq.nlargest(20, ((score, node) for node, score in ppr.items() if node < entity_count))
-        ranking = {"seed_specificity": round(specific, 4)}
+        ranking = {"seed_specificity": round(specific, 4), "bridge_slots": slots}
         ranking.update({f"{leg}_weight": round(weight, 4) for leg, weight in weights.items()})
         return _Ranked(
-            seeds, ppr, _ordered(doc_scores.items()), [node for _, node in top], local, query_terms, ranking
+            seeds, ppr, order, [node for _, node in top], local, query_terms, ranking
         )
+
+    def _seed_specificity(self, query: str, seeds: Seeds) -> dict[int, float]:
+        """Each seed's specificity: the entity's (how few notes name it), and for a seed the lexical leg found,
+        no more than the rarity of the query words that matched it."""
+        out = {node: float(self.index.specificity[node]) for node in seeds.entity_weights()}
+        rarity = self.label_terms.matched_rarity(terms(query), seeds.lexical)
+        for node in seeds.lexical:
+            if node not in seeds.entity and node not in seeds.triple:
+                out[node] = min(out[node], rarity.get(node, out[node]))
+        return out
 
     def _note_scores(self, query_terms: list[str]) -> dict[str, float]:
         """doc_id -> whole-note BM25 for the best ``note_candidates`` notes that match at all."""
