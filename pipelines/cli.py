@@ -212,6 +212,8 @@ def _search(args: argparse.Namespace) -> int:
         return 0
     for warning in answer.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    verdict = "nothing relevant found" if answer.no_relevant_memory else "relevant memory found"
+    print(f"confidence {answer.confidence:.2f}: {verdict}")
     for rank, hit in enumerate(answer.results, 1):
         legs = " ".join(f"{leg}={value:.3g}" for leg, value in hit.legs.items() if value)
         print(f"{rank:>2}. {hit.doc}  {hit.title}  score={hit.score:.4g}  [{legs}]")

@@ -72,7 +72,9 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
         """Find the documents and facts that answer a question (graph seeding plus Personalized PageRank).
 
         mode "full" uses every leg; "auto_turn" is the fast keyword-and-graph mode for every turn. Each result
-        carries its document path, lines and per-leg scores; `context` is ready to quote.
+        carries its document path, lines and per-leg scores; `context` is ready to quote. `confidence` (0..1)
+        says how sure the search is that the vault holds something relevant; with `no_relevant_memory` true,
+        treat the results as noise (auto_turn then returns none, only a one-line notice).
         """
         answer = call(lambda: workspace.search(query, mode=mode, k=k))
         return {**answer, "notice": CONTENT_NOTICE}
