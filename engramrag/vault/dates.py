@@ -1,0 +1,69 @@
+"""A document's date and where it came from, in a fixed order of trust.
+
+1. front matter: ``date``, then ``created``, then ``updated`` (what the author wrote);
+2. a date in the file name (``2025-03-04-sync.md``, ``20250304-sync.md``) or in the first heading;
+3. for a note in a git work tree, the date of the commit that first added it (given by the caller);
+4. the file's modification time.
+
+Each answer names its source (``front_matter:date``, ``file_name``, ``heading``, ``git_first_commit``,
+``mtime``), so a search result can say how sure its date is. Issue 15 stores it in the catalog; this module is
+the one place the order lives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+FRONT_MATTER_KEYS = ("date", "created", "updated")
+_DASHED = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
+_COMPACT = re.compile(r"(?<!\d)(\d{4})(\d{2})(\d{2})(?!\d)")
+_KOREAN = re.compile(r"(\d{4})\s*년\s*(\d{1,2})\s*월\s*(\d{1,2})\s*일")
+
+
+@dataclass(frozen=True)
+class DocumentDate:
+    value: str  # ISO yyyy-mm-dd
+    source: str
+
+
+def find_date(text: str) -> str | None:
+    """The first valid calendar date written in ``text`` (dashed, compact yyyymmdd or Korean 년 월 일)."""
+    for pattern in (_DASHED, _KOREAN, _COMPACT):
+        for match in pattern.finditer(text):
+            year, month, day = (int(part) for part in match.groups())
+            try:
+                return date(year, month, day).isoformat()
+            except ValueError:
+                continue
+    return None
+
+
+def document_date(
+    front_matter: dict[str, Any],
+    path: str,
+    first_heading: str | None,
+    git_first_commit: datetime | None,
+    mtime: float | None,
+) -> DocumentDate | None:
+    """The document's date by the order above; None only when nothing at all gives one."""
+    for key in FRONT_MATTER_KEYS:
+        value = front_matter.get(key)
+        if isinstance(value, datetime):
+            return DocumentDate(value.date().isoformat(), f"front_matter:{key}")
+        if isinstance(value, date):
+            return DocumentDate(value.isoformat(), f"front_matter:{key}")
+        if isinstance(value, str) and (found := find_date(value)):
+            return DocumentDate(found, f"front_matter:{key}")
+    name = path.rsplit("/", 1)[-1]
+    if found := find_date(name):
+        return DocumentDate(found, "file_name")
+    if first_heading and (found := find_date(first_heading)):
+        return DocumentDate(found, "heading")
+    if git_first_commit is not None:
+        return DocumentDate(git_first_commit.astimezone(UTC).date().isoformat(), "git_first_commit")
+    if mtime is not None:
+        return DocumentDate(datetime.fromtimestamp(mtime, UTC).date().isoformat(), "mtime")
+    return None
