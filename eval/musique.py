@@ -491,7 +491,7 @@ def machine_line(info: Mapping[str, Any]) -> str:
 # --- command line ------------------------------------------------------------------------------------------
 
 
-def _choices(text: str, allowed: Sequence[str], what: str) -> list[str]:
+def choices(text: str, allowed: Sequence[str], what: str) -> list[str]:
     chosen = [part.strip() for part in text.split(",") if part.strip()]
     wrong = [part for part in chosen if part not in allowed]
     if wrong or not chosen:
@@ -512,8 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="Only write the vault and check the gold mapping; build and ask nothing.")
     args = parser.parse_args(argv)
-    extractors = _choices(args.extractors, EXTRACTORS, "extractors")
-    configs = _choices(args.configs, list(CONFIGS), "configs")
+    extractors = choices(args.extractors, EXTRACTORS, "extractors")
+    configs = choices(args.configs, list(CONFIGS), "configs")
     if args.limit is not None and args.limit < 1:
         raise SystemExit("--limit must be at least 1")
     replay_file = (args.replay_file or args.data / REPLAY_FILE_NAME).resolve()

@@ -54,7 +54,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval.musique import build_home, machine, machine_line, refresh_index, result_doc, retrieval_config
+from eval.musique import build_home, choices, machine, machine_line, refresh_index, result_doc, retrieval_config
 from eval.retrieval_metrics import (
     all_at_k,
     auroc,
@@ -564,14 +564,6 @@ def run_set(
     return record
 
 
-def _choices(text: str, allowed: Sequence[str], what: str) -> list[str]:
-    chosen = [part.strip() for part in text.split(",") if part.strip()]
-    wrong = [part for part in chosen if part not in allowed]
-    if wrong or not chosen:
-        raise SystemExit(f"--{what}: choose from {', '.join(allowed)} (got {text!r})")
-    return list(dict.fromkeys(chosen))
-
-
 def main(argv: list[str] | None = None) -> int:
     known = configurations()
     parser = argparse.ArgumentParser(prog="python -m eval.retrieval_benchmark", description=__doc__.split("\n\n")[0])
@@ -585,8 +577,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set-config", action="append", default=[], metavar="FIELD=VALUE",
                         help="Override a RetrievalConfig field (repeatable).")
     args = parser.parse_args(argv)
-    sets = _choices(args.sets, list(SETS), "sets")
-    configs = _choices(args.configs, list(known), "configs")
+    sets = choices(args.sets, list(SETS), "sets")
+    configs = choices(args.configs, list(known), "configs")
     if args.limit is not None and args.limit < 1:
         raise SystemExit("--limit must be at least 1")
     try:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from eval.sets import chat_logs, team_notes
+from eval.sets import base, chat_logs, team_notes
 from eval.sets.base import RetrievalSet
 
 SETS = [chat_logs, team_notes]
@@ -83,19 +83,19 @@ def test_unanswerable_words_are_absent_from_the_vault(built: tuple[ModuleType, R
     text = "\n".join(p.read_text(encoding="utf-8") for p in retrieval_set.vault.rglob("*.md"))
     for question in unanswerable:
         words = absent[question.id]
-        assert any(chat_logs.occurs(word, question.question) for word in words), question
+        assert any(base.occurs(word, question.question) for word in words), question
         for word in words:
-            assert not chat_logs.occurs(word, text), (question.id, word)
+            assert not base.occurs(word, text), (question.id, word)
 
 
 def test_absent_word_check_catches_a_leak() -> None:
     files, questions, absent = chat_logs.generate(0)
     words = next(iter(absent.values()))
-    assert chat_logs.absent_violations(files, questions, absent) == []
+    assert base.absent_violations(files, questions, absent) == []
     leaked = dict(files) | {"extra.md": f"# Extra\n\nSomething about {words[0]}s and {words[0]}.\n"}
-    assert chat_logs.absent_violations(leaked, questions, absent)
-    assert chat_logs.occurs("cat", "A cat.") and not chat_logs.occurs("cat", "the category")
-    assert chat_logs.occurs("고양이", "고양이가 있다")
+    assert base.absent_violations(leaked, questions, absent)
+    assert base.occurs("cat", "A cat.") and not base.occurs("cat", "the category")
+    assert base.occurs("고양이", "고양이가 있다")
 
 
 def test_every_session_names_both_speakers_many_times(tmp_path: Path) -> None:

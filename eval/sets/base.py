@@ -9,6 +9,8 @@ reported per group as well as overall.
 from __future__ import annotations
 
 import hashlib
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,3 +68,56 @@ def check_questions(questions: Sequence[Question], files: Mapping[str, str]) -> 
         missing = [path for path in question.gold if path not in files]
         if missing:
             raise ValueError(f"{question.id}: gold {missing[0]!r} is not a file of the set")
+
+
+def occurs(term: str, text: str) -> bool:
+    """Whether ``term`` is in ``text``: as a whole word for Latin terms (case-insensitive), as a substring for
+    Korean ones (particles attach to the word: 고양이가)."""
+    if term.isascii():
+        return re.search(rf"\b{re.escape(term)}\b", text, re.IGNORECASE) is not None
+    return term.lower() in text.lower()
+
+
+def absent_violations(files: Mapping[str, str], questions: Sequence[Question],
+                      absent: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Problems with the unanswerable questions' absent words: one occurs in a vault file, or a question holds
+    none of its own. Empty when the set is sound."""
+    text = "\n".join(files.values())
+    problems = []
+    for question in questions:
+        if question.answerable:
+            continue
+        words = absent.get(question.id, ())
+        if not any(occurs(word, question.question) for word in words):
+            problems.append(f"{question.id}: none of {words} is in {question.question!r}")
+        problems += [f"{question.id}: {word!r} occurs in the vault" for word in words if occurs(word, text)]
+    return problems
+
+
+def finish_set(
+    name: str,
+    vault: Path,
+    files: Mapping[str, str],
+    questions: Sequence[Question],
+    absent: Mapping[str, tuple[str, ...]],
+    description: str,
+) -> RetrievalSet:
+    """Check a generated set (gold paths, ids, the unanswerable questions' absent words), write its vault and
+    return it; raises ValueError naming the first problems."""
+    check_questions(questions, files)
+    problems = absent_violations(files, questions, absent)
+    if problems:
+        raise ValueError("unanswerable questions that the vault may answer: " + "; ".join(problems[:5]))
+    digest = write_files(vault, files)
+    return RetrievalSet(name, vault, tuple(questions), digest, description)
+
+
+def summary(retrieval_set: RetrievalSet) -> str:
+    """Notes and questions per group, one line each."""
+    notes = sum(1 for _ in retrieval_set.vault.rglob("*.md"))
+    groups = Counter(q.group for q in retrieval_set.questions)
+    korean = sum(q.language == "ko" for q in retrieval_set.questions)
+    lines = [f"{retrieval_set.name}: {notes} notes, {len(retrieval_set.questions)} questions "
+             f"({korean} Korean), digest {retrieval_set.digest}"]
+    lines += [f"  {group}: {count}" for group, count in sorted(groups.items())]
+    return "\n".join(lines)

@@ -30,15 +30,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import sys
-from collections import Counter
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from eval.sets.base import Question, RetrievalSet, check_questions, write_files
+from eval.sets.base import Question, RetrievalSet, finish_set, summary
 from eval.synthetic_vault import GIVEN, SURNAMES
 
 NAME = "chat"
@@ -790,30 +787,6 @@ def generate(seed: int = 0) -> tuple[dict[str, str], list[Question], dict[str, t
     return files, questions, absent
 
 
-def occurs(term: str, text: str) -> bool:
-    """Whether ``term`` is in ``text``: as a whole word for Latin terms (case-insensitive), as a substring for
-    Korean ones (particles attach to the word: 고양이가)."""
-    if term.isascii():
-        return re.search(rf"\b{re.escape(term)}\b", text, re.IGNORECASE) is not None
-    return term.lower() in text.lower()
-
-
-def absent_violations(files: Mapping[str, str], questions: Sequence[Question],
-                      absent: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """Problems with the unanswerable questions' absent words: one occurs in a vault file, or a question holds
-    none of its own. Empty when the set is sound."""
-    text = "\n".join(files.values())
-    problems = []
-    for question in questions:
-        if question.answerable:
-            continue
-        words = absent.get(question.id, ())
-        if not any(occurs(word, question.question) for word in words):
-            problems.append(f"{question.id}: none of {words} is in {question.question!r}")
-        problems += [f"{question.id}: {word!r} occurs in the vault" for word in words if occurs(word, text)]
-    return problems
-
-
 def absent_terms(seed: int = 0) -> dict[str, tuple[str, ...]]:
     """For each unanswerable question id: the words that no file of the vault contains."""
     return generate(seed)[2]
@@ -822,25 +795,9 @@ def absent_terms(seed: int = 0) -> dict[str, tuple[str, ...]]:
 def build_set(vault: Path, seed: int = 0) -> RetrievalSet:
     """Write the chat vault into ``vault`` (only changed files are rewritten) and return its questions."""
     files, questions, absent = generate(seed)
-    check_questions(questions, files)
-    problems = absent_violations(files, questions, absent)
-    if problems:
-        raise ValueError("unanswerable questions that the vault may answer: " + "; ".join(problems[:5]))
-    digest = write_files(Path(vault), files)
     description = (f"{CONVERSATIONS} two-person conversations ({KOREAN_CONVERSATIONS} Korean), one note per session; "
                    "facts stated once, speakers' names and small talk in every session")
-    return RetrievalSet(NAME, Path(vault), tuple(questions), digest, description)
-
-
-def summary(retrieval_set: RetrievalSet) -> str:
-    """Notes and questions per group, one line each."""
-    notes = sum(1 for _ in retrieval_set.vault.rglob("*.md"))
-    groups = Counter(q.group for q in retrieval_set.questions)
-    korean = sum(q.language == "ko" for q in retrieval_set.questions)
-    lines = [f"{retrieval_set.name}: {notes} notes, {len(retrieval_set.questions)} questions "
-             f"({korean} Korean), digest {retrieval_set.digest}"]
-    lines += [f"  {group}: {count}" for group, count in sorted(groups.items())]
-    return "\n".join(lines)
+    return finish_set(NAME, Path(vault), files, questions, absent, description)
 
 
 def main(argv: list[str] | None = None) -> int:

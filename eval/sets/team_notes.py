@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from eval.sets.base import Question, RetrievalSet, check_questions, write_files
-from eval.sets.chat_logs import EN_MONTHS, absent_violations, josa, summary
+from eval.sets.base import Question, RetrievalSet, finish_set, summary
+from eval.sets.chat_logs import EN_MONTHS, josa
 from eval.synthetic_vault import FOREIGN_PEOPLE, GIVEN, PLACES, ROLES, ROOMS, SURNAMES
 
 NAME = "team"
@@ -1193,14 +1193,9 @@ def absent_terms(seed: int = 0) -> dict[str, tuple[str, ...]]:
 def build_set(vault: Path, seed: int = 0) -> RetrievalSet:
     """Write the team vault into ``vault`` (only changed files are rewritten) and return its questions."""
     files, questions, absent = generate(seed)
-    check_questions(questions, files)
-    problems = absent_violations(files, questions, absent)
-    if problems:
-        raise ValueError("unanswerable questions that the vault may answer: " + "; ".join(problems[:5]))
-    digest = write_files(Path(vault), files)
     description = ("one team's notes (people, services, projects, meetings, runbooks, ADRs, policies), ~40% Korean; "
                    "aliases, acronyms and codenames, facts stated once")
-    return RetrievalSet(NAME, Path(vault), tuple(questions), digest, description)
+    return finish_set(NAME, Path(vault), files, questions, absent, description)
 
 
 def main(argv: list[str] | None = None) -> int:
