@@ -89,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     search.add_argument("-k", type=int, default=10, help="Number of documents to return.")
     search.add_argument("--budget", type=int, help="Character budget of the context (default 6000).")
+    search.add_argument(
+        "--as-of", help="ISO date: the state as it stood then (notes dated up to then first), like 'in March 2024'."
+    )
     search.add_argument("--json", action="store_true", help="Print results, context and warnings as JSON.")
     search.set_defaults(handler=_search)
 
@@ -197,6 +200,7 @@ def _print_build(summary: dict) -> None:
 
 def _search(args: argparse.Namespace) -> int:
     import dataclasses
+    from datetime import date
 
     from engramrag.retrieve import RetrievalConfig, search
 
@@ -206,7 +210,13 @@ def _search(args: argparse.Namespace) -> int:
     config = RetrievalConfig()
     if args.budget:
         config = dataclasses.replace(config, context_chars=args.budget)
-    answer = search(args.query, Home.at(args.home), mode=args.mode, k=args.k, config=config)
+    if args.as_of:
+        try:
+            date.fromisoformat(args.as_of)
+        except ValueError:
+            print(f"engram: --as-of wants an ISO date such as 2024-03-31, not {args.as_of!r}", file=sys.stderr)
+            return 2
+    answer = search(args.query, Home.at(args.home), mode=args.mode, k=args.k, config=config, as_of=args.as_of)
     if args.json:
         print(json.dumps(answer.to_json(), indent=2, ensure_ascii=False))
         return 0

@@ -167,3 +167,29 @@ def test_retrieval_index_records_specificity_for_every_entity(home: Home) -> Non
         low, high = db.execute("SELECT min(specificity), max(specificity) FROM entity_nodes").fetchone()
     assert 0.0 <= low < high <= 1.0
     assert (current_index(home) / "notes_bm25").is_dir()
+
+
+def test_every_result_says_from_when_it_holds_and_how_that_date_was_found(retriever: Retriever) -> None:
+    sessions = retriever.search("What did Caroline research?", k=3).results
+    assert sessions[0].valid_from == {"date": "2025-01-13", "source": "front_matter:date"}
+    undated = retriever.search("kestrel lighthouse saffron", k=1).results[0]
+    assert undated.doc == "notes/field-notes.md" and undated.valid_from["source"] == "mtime"
+    assert len(undated.valid_from["date"]) == 10
+
+
+def test_an_as_of_date_puts_the_notes_dated_up_to_then_first(retriever: Retriever, home: Home) -> None:
+    plain = retriever.search("Which class did they sign up for?", k=8)
+    assert plain.results[0].doc.endswith("session-05.md") and plain.temporal["intent"] == "none"
+    then = retriever.search("Which class did they sign up for?", k=8, as_of="2025-01-31")
+    dates = [hit.valid_from["date"] for hit in then.results]
+    early = [day <= "2025-01-31" for day in dates]
+    assert early == sorted(early, reverse=True) and early[0]  # every note dated by then comes before the later ones
+    assert then.temporal == {"intent": "as_of", "as_of": "2025-01-31", "cue": "--as-of"}
+    asked = retriever.search("What did Caroline research in January 2025?", k=3)
+    assert asked.temporal["as_of"] == "2025-01-31" and asked.results[0].doc.endswith("session-03.md")
+    output = io.StringIO()
+    with redirect_stdout(output):
+        code = main(["search", "지금 Caroline은 무엇을 연구하나?", "--home", str(home.root), "--json"])
+    assert code == 0
+    assert json.loads(output.getvalue())["temporal"] == {"intent": "current", "as_of": None, "cue": "지금"}
+    assert main(["search", "x", "--home", str(home.root), "--as-of", "March"]) == 2

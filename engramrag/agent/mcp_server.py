@@ -68,15 +68,18 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
             raise ToolError(str(problem)) from problem
 
     @server.tool(annotations=READ_ONLY)
-    def search(query: str, mode: Literal["full", "auto_turn"] = "full", k: int = 8) -> dict[str, Any]:
+    def search(
+        query: str, mode: Literal["full", "auto_turn"] = "full", k: int = 8, as_of: str | None = None
+    ) -> dict[str, Any]:
         """Find the documents and facts that answer a question (graph seeding plus Personalized PageRank).
 
         mode "full" uses every leg; "auto_turn" is the fast keyword-and-graph mode for every turn. Each result
         carries its document path, lines and per-leg scores; `context` is ready to quote. `confidence` (0..1)
         says how sure the search is that the vault holds something relevant; with `no_relevant_memory` true,
-        treat the results as noise (auto_turn then returns none, only a one-line notice).
+        treat the results as noise (auto_turn then returns none, only a one-line notice). `as_of` (YYYY-MM-DD)
+        asks for the state as it stood on that date; `temporal` says which reading of the question was used.
         """
-        answer = call(lambda: workspace.search(query, mode=mode, k=k))
+        answer = call(lambda: workspace.search(query, mode=mode, k=k, as_of=as_of))
         return {**answer, "notice": CONTENT_NOTICE}
 
     @server.tool(annotations=READ_ONLY)

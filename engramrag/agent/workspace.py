@@ -69,9 +69,10 @@ class Workspace:
 
     # reading --------------------------------------------------------------------------------------
 
-    def search(self, query: str, mode: str = "full", k: int | None = None) -> dict[str, Any]:
-        """Ranked documents with provenance and an assembled context (mode ``full`` or ``auto_turn``)."""
-        answer = self._open_retriever().search(query, mode=mode, k=k or self.config.search_k)
+    def search(self, query: str, mode: str = "full", k: int | None = None, as_of: str | None = None) -> dict[str, Any]:
+        """Ranked documents with provenance and an assembled context (mode ``full`` or ``auto_turn``); ``as_of``
+        (ISO date) puts the notes dated up to then first."""
+        answer = self._open_retriever().search(query, mode=mode, k=k or self.config.search_k, as_of=as_of)
         return answer.to_json()
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:

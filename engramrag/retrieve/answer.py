@@ -20,6 +20,9 @@ class Hit:
     # Decisions of this document that a person accepted as superseded: [{"decision", "decided_on",
     # "by_doc", "by_decision", "by_decided_on"}]; the document still answers for the period it covered.
     superseded_by: list[dict[str, Any]] = field(default_factory=list)
+    # The note's date and where it came from: {"date": "2025-03-04", "source": "front_matter:date" | "file_name" |
+    # "heading" | "mtime"} (engramrag/vault/dates.py); None when nothing gives one.
+    valid_from: dict[str, str] | None = None
 
 
 @dataclass
@@ -52,6 +55,8 @@ class SearchAnswer:
     confidence: float = 0.0
     no_relevant_memory: bool = False
     ranking: dict[str, float] = field(default_factory=dict)  # the fusion's weights for this question
+    # The temporal reading used: {"intent": "current" | "as_of" | "none", "as_of": ISO date or None, "cue": ...}
+    temporal: dict[str, Any] = field(default_factory=lambda: {"intent": "none", "as_of": None, "cue": None})
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,5 +73,6 @@ class SearchAnswer:
             "bridges": self.bridges,
             "seeds": self.seeds,
             "ranking": self.ranking,
+            "temporal": self.temporal,
             "timings_ms": self.timings_ms,
         }

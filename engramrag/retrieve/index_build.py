@@ -38,9 +38,10 @@ from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
+from engramrag.vault.dates import document_date
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 8
+FORMAT = 9
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -152,7 +153,7 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
         "passages": catalog.execute(
             f"""
             SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end,
-                   coalesce(d.text, '') AS body
+                   coalesce(d.text, '') AS body, d.front_matter, d.mtime_ns
             FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id AND c.chunk_index = 0
             WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
             """
@@ -288,7 +289,7 @@ def _assemble(
         "specificity": specificity,
         "density": density,
         "matrix": matrix,
-        "passages": passages.assign(node=[passage_node[d] for d in passages["doc_id"]]),
+        "passages": passages.assign(node=[passage_node[d] for d in passages["doc_id"]], **_valid_from(passages)),
         "edge_src": np.array([e[0][0] for e in ordered], dtype=np.int32),
         "edge_dst": np.array([e[0][1] for e in ordered], dtype=np.int32),
         "edge_kind": np.array([e[0][2] for e in ordered], dtype=np.int8),
@@ -301,6 +302,27 @@ def _assemble(
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
         "notes": NoteIndex.build(passages["body"].tolist()),
+    }
+
+
+def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
+    """Each note's date and where it came from (``engramrag/vault/dates.py``; the title stands for the first
+    heading, and no git history is read here)."""
+    found = [
+        document_date(
+            json.loads(matter) if isinstance(matter, str) and matter else {},
+            path,
+            title,
+            None,
+            mtime_ns / 1e9 if mtime_ns is not None and not pd.isna(mtime_ns) else None,
+        )
+        for path, title, matter, mtime_ns in zip(
+            passages["path"], passages["title"], passages["front_matter"], passages["mtime_ns"], strict=True
+        )
+    ]
+    return {
+        "valid_from": [item.value if item else None for item in found],
+        "valid_from_source": [item.source if item else None for item in found],
     }
 
 
@@ -356,7 +378,10 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
         columns=["node", "wording", "term"],
     )
     idf = pd.DataFrame(list(graph["idf"].items()), columns=["term", "idf"])
-    passages = graph["passages"][["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end"]]
+    passages = graph["passages"][
+        ["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end", "valid_from",
+         "valid_from_source"]
+    ]
     edge_statements = graph["edge_statements"]
     with duckdb.connect(str(folder / "index.duckdb")) as db:
         for name, frame in (

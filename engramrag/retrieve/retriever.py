@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date
 from itertools import pairwise
 from typing import Any, Literal
 
@@ -41,6 +42,7 @@ from engramrag.retrieve.index import RetrievalIndex
 from engramrag.retrieve.lexical import LabelTerms, terms
 from engramrag.retrieve.ppr import LocalPageRank, personalized_pagerank
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, scaled, triple_seeds
+from engramrag.retrieve.temporal import TemporalReading, read_temporal
 from engramrag.store import Home
 from engramrag.vectors.lancedb_store import VectorStore
 
@@ -86,6 +88,13 @@ class Retriever:
         self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
         self.doc_of_node = {node: doc for node, doc, _, _ in passages}
         self.doc_of_note = [doc for _, doc, _, _ in passages]  # whole-note BM25 numbers notes in node order
+        self.valid_from = {
+            doc: {"date": day, "source": source}
+            for doc, day, source in index.db.execute(
+                "SELECT doc_id, valid_from, valid_from_source FROM passage_nodes"
+            ).fetchall()
+            if day
+        }
         # The lexical leg's tables, held in memory: a few hundred thousand short rows at 10,000 notes.
         idf = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
         self.label_terms = LabelTerms(
@@ -116,8 +125,15 @@ class Retriever:
         self.index.close()
 
     def search(
-        self, query: str, mode: Mode = "full", k: int = 10, ablation: Ablation | None = None
+        self,
+        query: str,
+        mode: Mode = "full",
+        k: int = 10,
+        ablation: Ablation | None = None,
+        as_of: str | None = None,
     ) -> SearchAnswer:
+        """Ranked documents for ``query``. ``as_of`` (ISO date) asks for the state as it stood then, as a
+        question naming a date does ("in March 2024", "2024년 3월에는")."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
         if ablation is not None and ablation not in ABLATIONS:
@@ -126,8 +142,9 @@ class Retriever:
             k = min(k, self.config.auto_turn_limit)
         timings: dict[str, float] = {}
         started = time.perf_counter()
+        reading = _as_of_reading(as_of) if as_of else read_temporal(query)
         ranked = self._rank(query, mode, ablation, timings)
-        top = self._below_successors(ranked.order)[:k]
+        top = self._below_successors(self._dated_up_to(ranked.order, reading))[:k]
         covered = self._coverage(ranked.query_terms, [doc for doc, _ in top])
         sure = round(confidence(covered, self.config.confidence_slope, self.config.confidence_midpoint), 4)
         ranked.ranking["coverage"] = round(covered, 4)
@@ -139,7 +156,7 @@ class Retriever:
             timings["total"] = _ms(started)
             return SearchAnswer(
                 query, mode, [], notice_only(query, NO_RELEVANT_NOTICE), warnings, [], [],
-                self._seed_list(ranked.seeds), timings, sure, True, ranked.ranking,
+                self._seed_list(ranked.seeds), timings, sure, True, ranked.ranking, reading.to_json(),
             )
         hits = self._hits(top, ranked)
         mark = time.perf_counter()
@@ -157,8 +174,16 @@ class Retriever:
             warnings.append("nothing matched the query; try other words or check that the vault was built")
         return SearchAnswer(
             query, mode, hits, context, warnings, facts, bridge_paths, self._seed_list(ranked.seeds), timings,
-            sure, nothing_relevant, ranked.ranking,
+            sure, nothing_relevant, ranked.ranking, reading.to_json(),
         )
+
+    def _dated_up_to(self, order: list[tuple[str, float]], reading: TemporalReading) -> list[tuple[str, float]]:
+        """For a question about the state as of a date: the notes dated up to then first (in their order), then
+        the later ones, which cannot say how things stood then but may still help."""
+        if reading.intent != "as_of" or reading.as_of is None:
+            return order
+        later = {doc for doc, _ in order if (self.valid_from.get(doc) or {}).get("date", "") > reading.as_of}
+        return [item for item in order if item[0] not in later] + [item for item in order if item[0] in later]
 
     def _coverage(self, query_terms: list[str], docs: list[str]) -> float:
         """The share of the question's IDF mass that the top documents contain together: the evidence behind
@@ -385,6 +410,7 @@ class Retriever:
                     },
                     doc_id=doc,
                     superseded_by=self.superseded.get(doc, []),
+                    valid_from=self.valid_from.get(doc),
                 )
             )
         return hits
@@ -530,13 +556,22 @@ def search(
     ablation: Ablation | None = None,
     config: RetrievalConfig | None = None,
     embedder: Embedder | None = None,
+    as_of: str | None = None,
 ) -> SearchAnswer:
     """One search against a home (opens and closes the index; keep a :class:`Retriever` for many)."""
     retriever = Retriever.open(home, embedder, config)
     try:
-        return retriever.search(query, mode=mode, k=k, ablation=ablation)
+        return retriever.search(query, mode=mode, k=k, ablation=ablation, as_of=as_of)
     finally:
         retriever.close()
+
+
+def _as_of_reading(as_of: str) -> TemporalReading:
+    try:
+        day = date.fromisoformat(as_of)
+    except ValueError:
+        raise ValueError(f"as_of wants an ISO date such as 2024-03-31, not {as_of!r}") from None
+    return TemporalReading("as_of", day.isoformat(), "--as-of")
 
 
 def _ordered(scores: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:

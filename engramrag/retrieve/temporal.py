@@ -5,7 +5,8 @@ English and Korean cues. ``current``: "now", "currently", "still", "these days",
 "back in 2023", "2024년 3월에는", "2024-03"), read as the last day of that period. A date wins over a
 current-state cue ("Who owned it in March 2024, and does she still?" asks about March 2024 first).
 
-This module only reads the question; ranking by it is the retriever's job (issue 15).
+The retriever puts the notes dated up to an as_of date first; the current-state reading is reported, and acts
+only through supersession (a superseded note ranks below its successor in every search).
 """
 
 from __future__ import annotations
