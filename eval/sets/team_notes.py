@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 from eval.sets.base import Question, RetrievalSet, finish_set, summary
 from eval.sets.chat_logs import EN_MONTHS, josa
@@ -349,8 +350,29 @@ UNANSWERABLE = {  # (question, distinguishing words no vault file contains); {pe
 # --- the model -----------------------------------------------------------------------------------------------
 
 
+class _Page:
+    """A generated note with a slug: where it lives, its name in either language, and a wiki link to it."""
+
+    FOLDER: ClassVar[str]
+    slug: str
+    ko: str
+    en: str
+
+    def name(self, korean: bool) -> str:
+        return self.ko if korean else self.en
+
+    def link(self, korean: bool) -> str:
+        return f"[[{self.slug}|{self.name(korean)}]]"
+
+    @property
+    def path(self) -> str:
+        return f"{self.FOLDER}/{self.slug}.md"
+
+
 @dataclass(eq=False)
-class Person:
+class Person(_Page):
+    FOLDER: ClassVar[str] = "people"
+
     ko: str
     en: str
     first_en: str
@@ -366,19 +388,11 @@ class Person:
     korean: bool
     manager: Person | None = None
 
-    def name(self, korean: bool) -> str:
-        return self.ko if korean else self.en
-
-    def link(self, korean: bool) -> str:
-        return f"[[{self.slug}|{self.name(korean)}]]"
-
-    @property
-    def path(self) -> str:
-        return f"people/{self.slug}.md"
-
 
 @dataclass(eq=False)
-class Service:
+class Service(_Page):
+    FOLDER: ClassVar[str] = "services"
+
     en: str
     ko: str
     acr: str
@@ -394,19 +408,11 @@ class Service:
     depends: list[Service] = field(default_factory=list)
     runbooks: list[Runbook] = field(default_factory=list)
 
-    def name(self, korean: bool) -> str:
-        return self.ko if korean else self.en
-
-    def link(self, korean: bool) -> str:
-        return f"[[{self.slug}|{self.name(korean)}]]"
-
-    @property
-    def path(self) -> str:
-        return f"services/{self.slug}.md"
-
 
 @dataclass(eq=False)
-class Project:
+class Project(_Page):
+    FOLDER: ClassVar[str] = "projects"
+
     ko: str
     en: str
     acr: str
@@ -423,13 +429,6 @@ class Project:
 
     def name(self, korean: bool) -> str:
         return f"{self.ko} 프로젝트" if korean else f"Project {self.en}"
-
-    def link(self, korean: bool) -> str:
-        return f"[[{self.slug}|{self.name(korean)}]]"
-
-    @property
-    def path(self) -> str:
-        return f"projects/{self.slug}.md"
 
 
 @dataclass(eq=False)
