@@ -33,9 +33,14 @@ def terms(text: str) -> list[str]:
     return [term for term in fts_text(text).split() if term not in STOP_WORDS]
 
 
+def smoothed_idf(document_frequency: int, total: int) -> float:
+    """BM25's smoothed inverse document frequency of a term in ``document_frequency`` of ``total`` documents."""
+    return math.log(1.0 + (total - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
 def term_idf(document_frequency: Mapping[str, int], total: int) -> dict[str, float]:
     """Smoothed inverse document frequency of each term (``total`` documents)."""
-    return {term: math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for term, df in document_frequency.items()}
+    return {term: smoothed_idf(df, total) for term, df in document_frequency.items()}
 
 
 class LabelTerms:

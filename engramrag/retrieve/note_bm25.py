@@ -15,7 +15,6 @@ the vault cannot answer.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -27,7 +26,7 @@ import Stemmer
 
 from engramrag.embed.tokens import is_cjk, word_runs
 from engramrag.extract.korean import analyse
-from engramrag.retrieve.lexical import terms
+from engramrag.retrieve.lexical import smoothed_idf, terms
 
 FOLDER = "notes_bm25"
 FREQUENCIES = "document_frequency.json"
@@ -113,10 +112,6 @@ class NoteIndex:
             model = bm25s.BM25.load(str(target), mmap=False, show_progress=False, verbosity=0)
         return cls(model, stored["frequency"], int(stored["notes"]))
 
-    def query_terms(self, query: str) -> list[str]:
-        """The question's distinct terms, in order (:func:`question_terms`)."""
-        return question_terms(query)
-
     def scores(self, query_terms: Sequence[str]) -> np.ndarray:
         """BM25 of every note for the terms (zeros where nothing matches)."""
         known = [term for term in query_terms if term in self.frequency]
@@ -137,5 +132,4 @@ class NoteIndex:
 
     def idf(self, term: str) -> float:
         """Smoothed inverse document frequency; a term no note contains gets the largest value."""
-        frequency = self.frequency.get(term, 0)
-        return math.log(1.0 + (self.notes - frequency + 0.5) / (frequency + 0.5))
+        return smoothed_idf(self.frequency.get(term, 0), self.notes)

@@ -40,6 +40,7 @@ from engramrag.retrieve.fusion import (
 )
 from engramrag.retrieve.index import RetrievalIndex
 from engramrag.retrieve.lexical import LabelTerms, terms
+from engramrag.retrieve.note_bm25 import question_terms
 from engramrag.retrieve.ppr import LocalPageRank, personalized_pagerank
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, scaled, triple_seeds
 from engramrag.retrieve.temporal import TemporalReading, read_temporal
@@ -84,17 +85,13 @@ class Retriever:
         self.vectors = VectorStore(home.lancedb_path, int(index.manifest["dimension"]), embedder.name)
         chosen = config.dense_passage_seeds
         self.dense_passages = chosen if chosen is not None else not embedder.name.startswith("hash")
-        passages = index.db.execute("SELECT node, doc_id, path, title FROM passage_nodes ORDER BY node").fetchall()
-        self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title in passages}
-        self.doc_of_node = {node: doc for node, doc, _, _ in passages}
-        self.doc_of_note = [doc for _, doc, _, _ in passages]  # whole-note BM25 numbers notes in node order
-        self.valid_from = {
-            doc: {"date": day, "source": source}
-            for doc, day, source in index.db.execute(
-                "SELECT doc_id, valid_from, valid_from_source FROM passage_nodes"
-            ).fetchall()
-            if day
-        }
+        passages = index.db.execute(
+            "SELECT node, doc_id, path, title, valid_from, valid_from_source FROM passage_nodes ORDER BY node"
+        ).fetchall()
+        self.passage_of_doc = {doc: (node, path, title) for node, doc, path, title, _, _ in passages}
+        self.doc_of_node = {node: doc for node, doc, *_ in passages}
+        self.doc_of_note = [doc for _, doc, *_ in passages]  # whole-note BM25 numbers notes in node order
+        self.valid_from = {doc: {"date": day, "source": source} for _, doc, _, _, day, source in passages if day}
         # The lexical leg's tables, held in memory: a few hundred thousand short rows at 10,000 notes.
         idf = dict(index.db.execute("SELECT term, idf FROM term_idf").fetchall())
         self.label_terms = LabelTerms(
@@ -202,7 +199,7 @@ class Retriever:
         mark = time.perf_counter()
         vector = self.embedder.embed([query])[0] if dense_needed else None
         timings["embed"] = _ms(mark)
-        query_terms = self.index.notes.query_terms(query)
+        query_terms = question_terms(query)
         if ablation != "dense_only":
             mark = time.perf_counter()
             seeds.notes = self._note_scores(query_terms)
