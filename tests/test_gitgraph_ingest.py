@@ -16,12 +16,12 @@ from engramrag.gitgraph.instructions import governs, instruction_scope, sections
 from engramrag.gitgraph.records import (
     Dated,
     PathIndex,
-    RecordIndex,
     is_decision_candidate,
     read_records,
     same_day_conflicts,
 )
 from engramrag.gitgraph.store import gitgraph_path, gitgraph_reader, path_history, repo_id
+from engramrag.revise.references import ReferenceIndex
 from engramrag.store import Home
 from tests.gitrepo import (
     ADR_2,
@@ -533,7 +533,7 @@ def test_same_day_conflicts_need_live_records_about_one_thing() -> None:
 
 
 def test_record_index_resolves_references_and_links() -> None:
-    index = RecordIndex()
+    index = ReferenceIndex()
     index.add_version(ADR_2, [(ADR2_ID, "Use SQLite for the catalog", "2024-02-01")])
     index.add_version(ADR_4, [(ADR4_ID, "Move the catalog to Postgres", "2024-03-10")])
     index.add_version("DECISIONS.md", [(BM25_ID, "Search uses BM25 only", "2024-01-10"),

@@ -36,7 +36,6 @@ from engramrag.gitgraph.records import (
     Dated,
     PathIndex,
     Record,
-    RecordIndex,
     is_decision_candidate,
     is_live,
     named_files,
@@ -51,6 +50,7 @@ from engramrag.gitgraph.store import (
     repo_id,
 )
 from engramrag.progress import Progress
+from engramrag.revise.references import ReferenceIndex
 from engramrag.store import Home
 
 MAX_COMPANIONS = 20
@@ -175,7 +175,7 @@ class _State:
     commits: int = 0
     next_seq: int = 0
     origins: dict[str, str] = field(default_factory=dict)  # decision file path -> the path its ids were made from
-    index: RecordIndex = field(default_factory=RecordIndex)
+    index: ReferenceIndex = field(default_factory=ReferenceIndex)
     live: dict[str, list[Dated]] = field(default_factory=dict)  # decision file -> its records, latest version
     named: set[tuple[str, str]] = field(default_factory=set)  # (decision id, path) already named-in-record
     refs: set[tuple[str, str, str]] = field(default_factory=set)  # (decision id, kind, reference) recorded

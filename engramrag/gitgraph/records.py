@@ -5,9 +5,10 @@ ADR means the same thing here as in the catalog, and a record's id is the catalo
 normalised title). A renamed decision file keeps the ids it was first read under (``origin``), so the versions
 of one decision stay one decision across ``git mv``.
 
-Also here, because they read records: supersession references resolved to record ids (``RecordIndex``),
-same-day conflicts (two live records of one date about the same thing, neither naming the other), and the
-files a record names (``PathIndex`` resolves a written name to a path of the tree at that commit).
+Also here, because they read records: same-day conflicts (two live records of one date about the same thing,
+neither naming the other), and the files a record names (``PathIndex`` resolves a written name to a path of the
+tree at that commit). References are resolved to record ids by the vault's own parser,
+``engramrag.revise.references.ReferenceIndex``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from engramrag.extract.builder import ExtractionBuilder
-from engramrag.extract.decision_fields import FIELD_LINE, MARKDOWN_LINK, WIKI_LINK
+from engramrag.extract.decision_fields import FIELD_LINE, MARKDOWN_LINK
 from engramrag.extract.decisions import (
     ADR_FOLDERS,
     ADR_NAME,
@@ -31,13 +32,9 @@ from engramrag.extract.decisions import (
     log_sections,
 )
 from engramrag.extract.structure import clean_heading
-from engramrag.extract.textutil import iso_date, normalise_label
+from engramrag.extract.textutil import normalise_label
 from engramrag.revise.supersession import (
-    ADR_NUMBER,
-    DATED_REFERENCE,
     KOREAN_PARTICLE,
-    LEADING_NUMBER,
-    LINKED_FILE,
     TITLE_STOPWORDS,
     WORD,
     decision_key,
@@ -86,13 +83,6 @@ class Record:
     @property
     def live(self) -> bool:
         return is_live(self.status)
-
-
-def linked_targets(text: str) -> list[str]:
-    """The targets of the Markdown and wiki links in a record's text, web addresses left out."""
-    targets = [m.group("target") for m in MARKDOWN_LINK.finditer(text)]
-    targets += [m.group("target").strip() for m in WIKI_LINK.finditer(text)]
-    return [t for t in targets if "://" not in t and not t.startswith(("mailto:", "#"))]
 
 
 def is_live(status: str | None) -> bool:
@@ -222,89 +212,6 @@ def title_words(title: str) -> frozenset[str]:
 # --- supersession references ----------------------------------------------------------------------------------
 
 
-class RecordIndex:
-    """Every decision record seen in a repository (any version), to resolve the references records write.
-
-    A file name names a record only when the file held exactly one record in its latest version read (an ADR);
-    old file names keep naming what they last held, so a link written before a rename still resolves."""
-
-    def __init__(self) -> None:
-        self._files: dict[str, frozenset[str]] = {}
-        self._by_title: dict[str, set[str]] = defaultdict(set)
-        self._by_date: dict[str, set[str]] = defaultdict(set)
-        self._by_stem: dict[str, set[str]] = defaultdict(set)
-        self._by_number: dict[int, set[str]] = defaultdict(set)
-
-    def add_version(self, path: str, records: Iterable[tuple[str, str, str | None]]) -> None:
-        """The records ``(id, title, decided_on)`` of one version of ``path``."""
-        ids = []
-        for decision_id, title, decided_on in records:
-            ids.append(decision_id)
-            self._by_title[normalise_label(title)].add(decision_id)
-            if decided_on:
-                self._by_date[decided_on].add(decision_id)
-        self._files[path] = frozenset(ids)
-        stem = _stem(path)
-        self._by_stem[stem].add(path)
-        number = LEADING_NUMBER.match(stem)
-        if number:
-            self._by_number[int(number.group(1))].add(path)
-
-    def resolve(self, reference: str, from_path: str) -> set[str]:
-        """The records a reference names: a linked file (relative to the referring file, then by file name), a
-        dated title, an ADR number, or a title; nothing when it names nothing known."""
-        folder = posixpath.dirname(from_path)
-        for link in LINKED_FILE.finditer(reference):
-            target = (link.group(1) or link.group(2)).split("#", 1)[0]
-            exact = posixpath.normpath(posixpath.join(folder, target)) if not target.startswith("/") else target[1:]
-            if one := self._single(exact):
-                return {one}
-            by_stem = self._singles(self._by_stem.get(_stem(target), ()))
-            if len(by_stem) == 1:
-                return by_stem
-        dated = DATED_REFERENCE.match(reference)
-        if dated and iso_date(dated.group(1)):
-            title = normalise_label(dated.group(2))
-            titled = self._titled(title) if title else None
-            found = {i for i in self._by_date.get(dated.group(1), ()) if titled is None or i in titled}
-            if found:
-                return found
-        number = ADR_NUMBER.match(reference)
-        if number and re.match(r"^\s*(ADR|RFC|DR)\b|^\s*#?\d+\s*$", reference, re.IGNORECASE):
-            paths = self._by_number.get(int(number.group(1)), set())
-            found = self._singles(paths)
-            near = self._singles(p for p in paths if posixpath.dirname(p) == folder)
-            if found:
-                return near or found
-        title = normalise_label(reference)
-        return self._titled(title) if title else set()
-
-    def related(self, decision_id: str, path: str, text: str, references: Iterable[str] = ()) -> set[str]:
-        """The other records a record names: through its supersession references, and through its links
-        (``ADR: [ADR-0004](adr/0004-....md)`` in a DECISIONS.md entry is the same decision recorded twice)."""
-        found: set[str] = set()
-        for written in (*references, *linked_targets(text)):
-            found |= self.resolve(written, path)
-        return found - {decision_id}
-
-    def _titled(self, title: str) -> set[str]:
-        """Records with this title, or held alone by a file of this name."""
-        found = self._by_title.get(title, set()) | self._by_title.get(re.sub(r"^\d+\.\s*", "", title), set())
-        return found | self._singles(self._by_stem.get(title, ()))
-
-    def _single(self, path: str) -> str | None:
-        ids = self._files.get(path)
-        return next(iter(ids)) if ids and len(ids) == 1 else None
-
-    def _singles(self, paths: Iterable[str]) -> set[str]:
-        return {one for path in paths if (one := self._single(path))}
-
-
-def _stem(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    return normalise_label(name.rsplit(".", 1)[0] if "." in name else name)
-
-
 # --- same-day conflicts -----------------------------------------------------------------------------------------
 
 
@@ -316,7 +223,7 @@ class Dated:
     title: str
     decided_on: str | None
     live: bool
-    names: frozenset[str] = frozenset()  # the ids it names (RecordIndex.related)
+    names: frozenset[str] = frozenset()  # the ids it names (ReferenceIndex.related)
 
 
 def same_day_conflicts(records: Iterable[Dated]) -> dict[str, set[str]]:

@@ -165,6 +165,14 @@ class RetrievalConfig:
             "one-line notice."
         },
     )
+    temporal_reading: bool = field(
+        default=True,
+        metadata={
+            "help": "Read the question's time (now/still/현재/지금, a date, 'in March 2024') and rank by it: "
+            "superseded evidence below its successor, as-of questions from notes dated up to then. Off: the "
+            "ranking ignores time (labels are still given)."
+        },
+    )
     context_chars: int = field(default=6000, metadata={"help": "Character budget of the assembled context."})
     fact_share: float = field(
         default=0.2, metadata={"help": "Share of the context reserved for edges touching the top entities."}

@@ -62,14 +62,11 @@ from engramrag.ontology.vocab import (
     extractor_iri,
     statement_iri,
 )
+from engramrag.revise.references import ReferenceIndex
 from engramrag.vault.ids import short_hash
 
 VERSION = "1"
 WORD = re.compile(r"\w+")
-DATED_REFERENCE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})\s*[:\-–—]?\s*(.*)$")
-ADR_NUMBER = re.compile(r"^\s*(?:ADR|RFC|DR)?[\s#\-_.]*0*(\d+)\b", re.IGNORECASE)
-LINKED_FILE = re.compile(r"\(([^()\s]+\.(?:md|markdown))\)|([^\s()\[\]]+\.(?:md|markdown))\b", re.IGNORECASE)
-LEADING_NUMBER = re.compile(r"^0*(\d+)(?=[\-_. ])")
 KOREAN_PARTICLE = re.compile(r"(?<=[\uac00-\ud7a3])(?:으로|에서|에게|로|을|를|은|는|이|가|의|에|와|과|도)$")
 # Words that say how something was decided, not what about: "Use X for the catalog" and "Move the catalog to Y"
 # share only "catalog".
@@ -399,18 +396,33 @@ def _single_record_stems(records: list[_Record]) -> dict[str, int]:
     return {_stem(r.side.path): i for i, r in enumerate(records) if counts[_stem(r.side.path)] == 1}
 
 
+def _reference_index(records: list[_Record]) -> ReferenceIndex:
+    """The records by file, title, identifier and date, each named by its position in ``records``."""
+    index = ReferenceIndex()
+    by_path: dict[str, list[tuple[str, str, str | None]]] = defaultdict(list)
+    for position, record in enumerate(records):
+        by_path[record.side.path].append((str(position), record.side.title, record.date))
+    for path, held in by_path.items():
+        index.add_version(path, held)
+    return index
+
+
 def _explicit_edges(records: list[_Record], group: list[int]) -> dict[tuple[int, int], tuple[bool, str]]:
     """(earlier, later) -> (whether the field is the record's own rather than another record's of the same
     decision, the field as written)."""
-    single = _single_record_stems(records)
+    references = _reference_index(records)
+
+    def resolve(reference: str, record: _Record) -> set[int]:
+        return {int(found) for found in references.resolve(reference, record.side.path)}
+
     direct: dict[tuple[int, int], str] = {}
     for later, record in enumerate(records):
         for reference in record.supersedes:
-            for earlier in _resolve(reference, records, single) - {later}:
+            for earlier in resolve(reference, record) - {later}:
                 direct.setdefault((earlier, later), f"{record.side.title!r} says it supersedes {reference!r}")
     for earlier, record in enumerate(records):
         for reference in record.superseded_by:
-            for later in _resolve(reference, records, single) - {earlier}:
+            for later in resolve(reference, record) - {earlier}:
                 direct.setdefault((earlier, later), f"{record.side.title!r} says it is superseded by {reference!r}")
     members: dict[int, list[int]] = defaultdict(list)
     for index, root in enumerate(group):
@@ -422,39 +434,6 @@ def _explicit_edges(records: list[_Record], group: list[int]) -> dict[tuple[int,
                 if (first, second) not in edges and group[first] != group[second]:
                     edges[(first, second)] = (False, f"another record of the same decision: {why}")
     return edges
-
-
-def _resolve(reference: str, records: list[_Record], single: dict[str, int]) -> set[int]:
-    """The records a Supersedes/Superseded-by reference names, or none when it names nothing known."""
-    found: set[int] = set()
-    for link in LINKED_FILE.finditer(reference):
-        stem = _stem(link.group(1) or link.group(2))
-        if stem in single:
-            found.add(single[stem])
-    if found:
-        return found
-    dated = DATED_REFERENCE.match(reference)
-    if dated and iso_date(dated.group(1)):
-        date, title = dated.group(1), normalise_label(dated.group(2))
-        found = {i for i, r in enumerate(records) if r.date == date and (not title or _title_matches(title, r))}
-        if found:
-            return found
-    number = ADR_NUMBER.match(reference)
-    if number and re.match(r"^\s*(ADR|RFC|DR)\b|^\s*\d+\s*$", reference, re.IGNORECASE):
-        wanted = int(number.group(1))
-        found = {
-            index for stem, index in single.items()
-            if (m := LEADING_NUMBER.match(stem)) and int(m.group(1)) == wanted
-        }  # fmt: skip
-        if found:
-            return found
-    title = normalise_label(reference)
-    return {i for i, r in enumerate(records) if title and _title_matches(title, r)}
-
-
-def _title_matches(title: str, record: _Record) -> bool:
-    own = normalise_label(record.side.title)
-    return title == own or title == _stem(record.side.path) or re.sub(r"^\d+\.\s*", "", title) == own
 
 
 # --- scoring -----------------------------------------------------------------------------------------------
