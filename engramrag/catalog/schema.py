@@ -13,9 +13,14 @@ catalog with idempotent ALTER statements; read-only readers of an older catalog 
 Version 4 added ``extraction_runs.unlocated_quotes``: how many of the quotes a model gave for a document were not
 found verbatim in its text (their items are kept without a span). Added the same way; readers of an older catalog
 read 0 (``metrics.lifecycle``).
+
+Version 5 (issue 15, time) added ``documents.doc_date``/``date_source`` (the document's date and where it came
+from, ``engramrag.vault.dates``), ``supersessions.reason``/``decided_by`` (``declared`` by the author of the
+record that states it, or ``accepted`` by the person who reviewed it), and the tables ``document_supersessions``
+and ``property_values``. Readers of an older catalog find the dates NULL and the reason missing.
 """
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -42,7 +47,9 @@ CREATE TABLE IF NOT EXISTS documents (
     extracted_at TIMESTAMP,
     quads INTEGER NOT NULL DEFAULT 0,
     statements INTEGER NOT NULL DEFAULT 0,
-    entities INTEGER NOT NULL DEFAULT 0
+    entities INTEGER NOT NULL DEFAULT 0,
+    doc_date VARCHAR,
+    date_source VARCHAR
 );
 
 CREATE TABLE IF NOT EXISTS chunks (
@@ -165,7 +172,57 @@ CREATE TABLE IF NOT EXISTS supersessions (
     later_title VARCHAR NOT NULL,
     earlier_date VARCHAR,
     later_date VARCHAR,
+    reason VARCHAR,
+    decided_by VARCHAR,
     PRIMARY KEY (earlier_key, later_key)
+);
+
+-- Time: notes that an author declared replaced (front matter ``superseded_by``/``supersedes``, "this replaces
+-- [[X]]") and notes whose value of a single-valued property a later note changed (``property_values``). Rebuilt
+-- whole by ``lifecycle.timeline``; a pair a person rejected is left out. ``reason``: ``declared``, ``accepted``
+-- or ``later_value``; ``since`` is the date from which the later note holds (as-of questions before it ignore
+-- the row).
+CREATE TABLE IF NOT EXISTS document_supersessions (
+    earlier_doc_id VARCHAR NOT NULL,
+    later_doc_id VARCHAR NOT NULL,
+    earlier_path VARCHAR NOT NULL,
+    later_path VARCHAR NOT NULL,
+    earlier_date VARCHAR,
+    later_date VARCHAR,
+    since VARCHAR,
+    reason VARCHAR NOT NULL,
+    form VARCHAR NOT NULL,
+    decided_by VARCHAR,
+    subject VARCHAR,
+    property VARCHAR,
+    earlier_value VARCHAR,
+    later_value VARCHAR,
+    earlier_quote VARCHAR,
+    later_quote VARCHAR,
+    left_key VARCHAR NOT NULL,
+    right_key VARCHAR NOT NULL
+);
+
+-- Time: every value a document states for a single-valued property of a subject, in date order per
+-- (subject_key, property); ``current`` marks the values of the latest version, ``restated`` a document that
+-- repeats a value it links to rather than stating it anew.
+CREATE TABLE IF NOT EXISTS property_values (
+    subject_key VARCHAR NOT NULL,
+    subject VARCHAR NOT NULL,
+    property VARCHAR NOT NULL,
+    value_key VARCHAR NOT NULL,
+    value VARCHAR NOT NULL,
+    doc_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    doc_date VARCHAR,
+    date_source VARCHAR,
+    line_start INTEGER,
+    line_end INTEGER,
+    quote VARCHAR NOT NULL,
+    version INTEGER NOT NULL,
+    current BOOLEAN NOT NULL,
+    restated BOOLEAN NOT NULL,
+    why VARCHAR NOT NULL
 );
 
 -- One row per model call of an extraction (one segment of one document), paid or answered from the response
@@ -212,6 +269,10 @@ ALTER TABLE entities ADD COLUMN IF NOT EXISTS core_kind VARCHAR;
 ALTER TABLE decisions ALTER COLUMN line_start DROP NOT NULL;
 ALTER TABLE decisions ALTER COLUMN line_end DROP NOT NULL;
 ALTER TABLE extraction_runs ADD COLUMN IF NOT EXISTS unlocated_quotes INTEGER DEFAULT 0;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS doc_date VARCHAR;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS date_source VARCHAR;
+ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS reason VARCHAR;
+ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS decided_by VARCHAR;
 """
 
 # Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has

@@ -25,6 +25,12 @@ SUPERSEDE_PHRASE = re.compile(
     r"(?:\*\*|__)?[ \t]*[:：]?(?:\*\*|__)?[ \t]*",
     re.IGNORECASE,
 )
+# Korean puts the reference before the verb: "D-3을 대체" / "[[ADR-7]]를 대체한다" (this record supersedes it),
+# "[[ADR-12]]로 대체됨" (this record is superseded by it).
+KOREAN_SUPERSESSION = re.compile(
+    r"(?P<reference>\[\[[^\[\]\n]+\]\]|\[[^\[\]\n]+\]\([^()\s]+\)|[A-Za-z]{1,6}[-#_ ]?\d+|[^\s,;()\[\]]+?)"
+    r"[ \t]*(?P<particle>을|를|으로|로)[ \t]*대체(?P<tail>[가-힣]*)"
+)
 MARKDOWN_LINK = re.compile(r"\[[^\[\]\n]+\]\((?P<target>[^()\s]+)(?:\s+\"[^\"]*\")?\)")
 WIKI_LINK = re.compile(r"\[\[(?P<target>[^\[\]|#\n]+)[^\[\]\n]*\]\]")
 PLAIN_REFERENCE = re.compile(r"[^,;()\[\]\n]+")
@@ -85,6 +91,13 @@ def scan_fields(text: str, start: int, end: int) -> Fields:
             if date and valid_date(date):
                 fields.date = Found(date.group(0), date.start(), date.end(), key)
                 fields.consumed.append(line)
+    for match in KOREAN_SUPERSESSION.finditer(text, start, end):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        line_end = end if line_end < 0 or line_end > end else line_end
+        fields.merge_references(text, max(start, line_start), line_end)
+        if not FIELD_LINE.match(text, max(start, line_start), line_end):
+            fields.consumed.append((max(start, line_start), line_end))
     for match in SUPERSEDE_LINE.finditer(text, start, end):
         line_end = text.find("\n", match.end())
         line_end = end if line_end < 0 or line_end > end else line_end
@@ -123,6 +136,14 @@ def references(text: str, start: int, end: int) -> list[tuple[str, Found]]:
             if separator is None:
                 break
             position = separator.end()
+    for korean in KOREAN_SUPERSESSION.finditer(text, start, end):
+        passive = korean.group("particle") in ("로", "으로") and korean.group("tail").startswith(("되", "됨", "됐"))
+        written = korean.group("reference")
+        link = MARKDOWN_LINK.fullmatch(written) or WIKI_LINK.fullmatch(written)
+        ref_start = korean.start("reference") + (link.start("target") if link else 0)
+        ref_end = korean.start("reference") + (link.end("target") if link else len(written))
+        found.append(("superseded_by" if passive else "supersedes", Found(text[ref_start:ref_end], ref_start,
+                                                                          ref_end, "대체")))
     return found
 
 

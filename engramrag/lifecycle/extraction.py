@@ -37,6 +37,7 @@ from engramrag.ontology.quadstore import QuadStore
 from engramrag.progress import Progress
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
+from engramrag.vault.dates import DocumentDate
 from engramrag.vault.document import Document
 from engramrag.vault.markdown import parse_document
 
@@ -92,6 +93,7 @@ class _Attempt:
     error: Exception | None
     seconds: float
     calls: list[Any]
+    dated: DocumentDate | None = None
 
 
 def pending_counts(home: Home, config: VaultConfig, buckets: list[int], extractor: Extractor) -> int:
@@ -126,12 +128,13 @@ def _pending_rows(home: Home, config: VaultConfig, buckets: list[int], current: 
     pending: dict[int, list[tuple]] = {bucket: [] for bucket in buckets}
     with catalog_writer(home, config.bucket_count) as catalog:
         rows = catalog.execute(
-            f"""SELECT bucket, doc_id, path, text FROM documents WHERE list_contains(?, bucket) AND NOT gone
+            f"""SELECT bucket, doc_id, path, text, doc_date, date_source FROM documents
+            WHERE list_contains(?, bucket) AND NOT gone
             AND {NEEDS_EXTRACTION} ORDER BY bucket, path""",
             [buckets, current],
         ).fetchall()
-    for bucket, doc_id, path, text in rows:
-        pending[bucket].append((doc_id, path, text))
+    for bucket, doc_id, path, text, doc_date, date_source in rows:
+        pending[bucket].append((doc_id, path, text, DocumentDate(doc_date, date_source) if doc_date else None))
     return pending
 
 
@@ -212,7 +215,7 @@ def _extract_bucket(
         error = attempt.error
         if error is None:
             try:
-                graphs = build_document_graphs(attempt.document, attempt.extraction)
+                graphs = build_document_graphs(attempt.document, attempt.extraction, attempt.dated)
             except Exception as failure:  # one document's failure must not stop the bucket
                 error = failure
         latency = (attempt.seconds + time.perf_counter() - started) * 1000
@@ -253,7 +256,7 @@ def extraction_workers(extractor: Extractor) -> int:
 
 
 def _attempt(extractor: Extractor, config: VaultConfig, row: tuple) -> _Attempt:
-    doc_id, path, text = row
+    doc_id, path, text, dated = row
     started = time.perf_counter()
     document = extraction = None
     try:
@@ -261,9 +264,9 @@ def _attempt(extractor: Extractor, config: VaultConfig, row: tuple) -> _Attempt:
         extraction = extractor.extract(document)
     except Exception as error:  # one document's failure must not stop the bucket
         made = list(getattr(error, "calls", None) or [])
-        return _Attempt(doc_id, path, document, None, error, time.perf_counter() - started, made)
+        return _Attempt(doc_id, path, document, None, error, time.perf_counter() - started, made, dated)
     made = list(getattr(extraction, "calls", None) or [])
-    return _Attempt(doc_id, path, document, extraction, None, time.perf_counter() - started, made)
+    return _Attempt(doc_id, path, document, extraction, None, time.perf_counter() - started, made, dated)
 
 
 def paid_tokens(calls: Sequence[Any]) -> tuple[int, int]:

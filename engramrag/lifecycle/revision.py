@@ -16,6 +16,7 @@ import pyoxigraph as ox
 
 from engramrag.catalog.connection import catalog_writer, has_column
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
+from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.revise.supersession import (
     SupersessionConfig,
@@ -31,7 +32,7 @@ PROPOSAL_COLUMNS = [
     "earlier_key", "later_key", "earlier_path", "later_path", "earlier_title", "later_title", "earlier_decided_on",
     "later_decided_on", "earlier_status", "later_status", "earlier_line_start", "earlier_line_end",
     "later_line_start", "later_line_end", "earlier_quote", "later_quote", "score", "same_day", "explicit",
-    "title_similarity", "subject_similarity", "shared_subjects", "reasons",
+    "title_similarity", "subject_similarity", "shared_subjects", "reasons", "declared_in",
 ]  # fmt: skip
 
 
@@ -49,6 +50,7 @@ class AppliedSummary:
     quads_added: int
     quads_removed: int
     dormant: list[str] = field(default_factory=list)  # accepted pairs whose decisions are not in the vault now
+    declared: int = 0  # of ``applied``, the ones authors declared (no person's verdict)
 
 
 def refresh_supersession_candidates(
@@ -71,7 +73,7 @@ def refresh_supersession_candidates(
                 earlier_status VARCHAR, later_status VARCHAR, earlier_line_start INTEGER, earlier_line_end INTEGER,
                 later_line_start INTEGER, later_line_end INTEGER, earlier_quote VARCHAR, later_quote VARCHAR,
                 score DOUBLE, same_day BOOLEAN, explicit BOOLEAN, title_similarity DOUBLE,
-                subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[]
+                subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[], declared_in VARCHAR
             )
             """
         )
@@ -87,27 +89,39 @@ def refresh_supersession_candidates(
 def apply_supersessions(
     home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None = None
 ) -> AppliedSummary:
-    """Write people's accepted supersessions as ``supersedes`` edges and ``supersessions`` rows."""
-    accepted = [v for v in DecisionsStore.for_home(home).current(SUPERSESSION) if v.verdict == "accept"]
+    """Write people's accepted supersessions, and the ones authors declared (a record's own Supersedes or
+    Superseded-by field naming the other) that no person rejected, as ``supersedes`` edges and ``supersessions``
+    rows. A declaration is attributed to the author of the record that states it."""
+    verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
+    accepted = [v for v in verdicts.values() if v.verdict == "accept"]
     proposals, _ = _proposals(home, config, supersession_config)
     by_pair = {(p.earlier.key, p.later.key): p for p in proposals}
-    applied, quads, dormant = [], [], []
+    authors = _authors(home, config)
+    applied: list[tuple[SupersessionProposal, str, str]] = []  # (proposal, reason, decided by)
+    quads, dormant = [], []
     for verdict in accepted:
         proposal = by_pair.get(verdict.pair)
         if proposal is None:
-            dormant.append(f"{verdict.left_key} -> {verdict.right_key}")
+            if not verdict.left_key.startswith(DOCUMENT_PAIR_PREFIXES):
+                dormant.append(f"{verdict.left_key} -> {verdict.right_key}")
             continue
-        applied.append(proposal)
+        applied.append((proposal, "accepted", verdict.operator))
         quads += supersedes_quads([proposal], verdict.operator, verdict.decided_at)
+    for pair, proposal in by_pair.items():
+        if proposal.declared_in is None or pair in verdicts:
+            continue  # inferred, or a person decided it (accepted above, or rejected: the rejection wins)
+        author = authors.get(proposal.declared_in) or f"author of {proposal.declared_in}"
+        applied.append((proposal, "declared", author))
+        quads += supersedes_quads([proposal], author, None, verdict="declared")
     quads = list(dict.fromkeys(quads))
     rows = pd.DataFrame(
         [
             (p.earlier.key, p.later.key, p.earlier.doc_id, p.later.doc_id, p.earlier.title, p.later.title,
-             p.earlier.decided_on, p.later.decided_on)
-            for p in applied
+             p.earlier.decided_on, p.later.decided_on, reason, by)
+            for p, reason, by in applied
         ],
         columns=["earlier_key", "later_key", "earlier_doc_id", "later_doc_id", "earlier_title", "later_title",
-                 "earlier_date", "later_date"],
+                 "earlier_date", "later_date", "reason", "decided_by"],
     ).drop_duplicates(["earlier_key", "later_key"])
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("CREATE TABLE IF NOT EXISTS supersession_quads (nquad VARCHAR NOT NULL)")
@@ -125,7 +139,8 @@ def apply_supersessions(
         if quads:
             catalog.executemany("INSERT INTO supersession_quads VALUES (?)", [[str(quad)] for quad in quads])
         catalog.execute("COMMIT")
-    return AppliedSummary(len(accepted), len(applied), len(quads), len(removed), dormant)
+    declared = sum(reason == "declared" for _, reason, _ in applied)
+    return AppliedSummary(len(accepted), len(applied), len(quads), len(removed), dormant, declared)
 
 
 def _proposals(
@@ -145,6 +160,13 @@ def _proposals(
             f"SELECT doc_id, entity_key, label, {kind} FROM entities WHERE doc_id IN ({live})"
         ).df()
     return propose_supersessions(decisions, documents, statements, entities, supersession_config), len(decisions)
+
+
+def _authors(home: Home, config: VaultConfig) -> dict[str, str]:
+    """Live document path -> its author, where one is known."""
+    with catalog_writer(home, config.bucket_count) as catalog:
+        rows = catalog.execute("SELECT path, author FROM documents WHERE NOT gone AND author IS NOT NULL").fetchall()
+    return dict(rows)
 
 
 def _parse(nquads: list[str]) -> list[ox.Quad]:

@@ -28,7 +28,10 @@ from engramrag.progress import Progress
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.converters import convert_document, is_convertible, source_hash
+from engramrag.vault.dates import document_date
+from engramrag.vault.document import Document
 from engramrag.vault.errors import DocumentRejected
+from engramrag.vault.git_dates import first_commit_dates
 from engramrag.vault.markdown import content_hash, parse_document
 
 DOCUMENT_COLUMNS = [
@@ -44,6 +47,8 @@ DOCUMENT_COLUMNS = [
     "text",
     "front_matter",
     "seen_run",
+    "doc_date",
+    "date_source",
 ]
 
 
@@ -80,12 +85,32 @@ def sync_documents(
     summary = SyncSummary()
     progress = Progress("read documents", len(files))
     gate = ApprovalGate(home, config)
+    dating = _Dating(vault)
     for bucket in buckets:
         with catalog_writer(home, config.bucket_count) as catalog:
             summary.merge(
-                _sync_bucket(catalog, config, bucket, by_bucket[bucket], run_id, verify_hashes, progress, gate)
+                _sync_bucket(catalog, config, bucket, by_bucket[bucket], run_id, verify_hashes, progress, gate,
+                             dating)
             )
     return summary
+
+
+class _Dating:
+    """Each document's date (``engramrag.vault.dates``); the vault's git history is read only when a document
+    has no date of its own, and then once."""
+
+    def __init__(self, vault: Path) -> None:
+        self.vault = vault
+        self._first_commits: dict | None = None
+
+    def of(self, document: Document, mtime_ns: int) -> tuple[str | None, str | None]:
+        heading = document.headings[0].text if document.headings else None
+        found = document_date(document.front_matter, document.path, heading, None, None)
+        if found is None:
+            if self._first_commits is None:
+                self._first_commits = first_commit_dates(self.vault)
+            found = document_date({}, document.path, None, self._first_commits.get(document.path), mtime_ns / 1e9)
+        return (found.value, found.source) if found else (None, None)
 
 
 def _sync_bucket(
@@ -97,6 +122,7 @@ def _sync_bucket(
     verify_hashes: bool,
     progress: Progress,
     gate: ApprovalGate,
+    dating: _Dating,
 ) -> SyncSummary:
     summary = SyncSummary()
     known = {
@@ -161,6 +187,7 @@ def _sync_bucket(
             summary.rejected[file.path] = rejection.message
             continue
         (summary.changed if previous is not None and not previous[3] else summary.new).append(file.path)
+        doc_date, date_source = dating.of(document, file.mtime_ns)
         upserts.append(
             {
                 "doc_id": document.doc_id,
@@ -175,6 +202,8 @@ def _sync_bucket(
                 "text": document.text,
                 "front_matter": json.dumps(document.front_matter, ensure_ascii=False),
                 "seen_run": run_id,
+                "doc_date": doc_date,
+                "date_source": date_source,
             }
         )
     summary.gone = sorted([*(path for path, row in known.items() if path not in seen and not row[3]), *held_live])
@@ -193,7 +222,11 @@ def _sync_bucket(
             )
             catalog.unregister("incoming_documents")
         if touched:
-            catalog.executemany("UPDATE documents SET mtime_ns = ? WHERE path = ?", [(m, p) for p, m in touched])
+            catalog.executemany(
+                "UPDATE documents SET mtime_ns = ?, doc_date = CASE WHEN date_source = 'mtime' THEN ? "
+                "ELSE doc_date END WHERE path = ?",
+                [(m, datetime.fromtimestamp(m / 1e9, UTC).date().isoformat(), p) for p, m in touched],
+            )
         if summary.gone:
             catalog.execute("UPDATE documents SET gone = TRUE WHERE list_contains(?, path)", [summary.gone])
         if fine_now:

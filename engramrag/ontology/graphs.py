@@ -39,6 +39,7 @@ from engramrag.ontology.vocab import (
     kind_iri,
     relation_iri,
 )
+from engramrag.vault.dates import DocumentDate
 from engramrag.vault.document import Document
 from engramrag.vault.ids import short_hash
 
@@ -72,6 +73,7 @@ SPAN_START, SPAN_END = _iri(ENGRAM.spanStart), _iri(ENGRAM.spanEnd)
 LINE_START, LINE_END = _iri(ENGRAM.lineStart), _iri(ENGRAM.lineEnd)
 DERIVED_FROM, CREATED_BY, AUTHORED_BY = _iri(PROV.wasDerivedFrom), _iri(PAV.createdBy), _iri(PAV.authoredBy)
 XSD_DATE, XSD_INTEGER, XSD_BOOLEAN = _iri(XSD.date), _iri(XSD.integer), _iri(XSD.boolean)
+DATE, DATE_SOURCE = _iri(DCTERMS.date), _iri(ENGRAM.dateSource)
 
 
 @dataclass
@@ -98,7 +100,11 @@ def statement_id(statement: Statement) -> str:
     return short_hash(statement.role, statement.subject, statement.predicate, statement.obj, where)
 
 
-def build_document_graphs(document: Document, extraction: Extraction) -> DocumentGraphs:
+def build_document_graphs(
+    document: Document, extraction: Extraction, dated: DocumentDate | None = None
+) -> DocumentGraphs:
+    """The document's assertion and analysis graphs; ``dated`` (the catalog's date of the document) becomes
+    ``dcterms:date`` with ``engram:dateSource`` naming where it came from."""
     doc_iri, analysis_iri = document_graphs(document.path)
     doc = _iri(doc_iri)
     graphs = DocumentGraphs(doc, _iri(analysis_iri))
@@ -112,6 +118,9 @@ def build_document_graphs(document: Document, extraction: Extraction) -> Documen
     add((doc, PATH, ox.Literal(document.path)))
     add((doc, BODY_HASH, ox.Literal(document.body_hash)))
     add((doc, AGENT_AUTHORED, ox.Literal(str(document.agent_authored).lower(), datatype=XSD_BOOLEAN)))
+    if dated is not None:
+        add((doc, DATE, ox.Literal(dated.value, datatype=XSD_DATE)))
+        add((doc, DATE_SOURCE, ox.Literal(dated.source)))
     add((doc, CREATED_BY, extractor))
     add((extractor, TYPE, SOFTWARE_AGENT))
     add((extractor, LABEL, ox.Literal(f"{extraction.extractor} {extraction.version}")))

@@ -38,7 +38,7 @@ from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
-from engramrag.vault.dates import document_date
+from engramrag.vault.dates import DocumentDate, document_date
 from engramrag.vectors.lancedb_store import VectorStore
 
 FORMAT = 9
@@ -153,7 +153,7 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
         "passages": catalog.execute(
             f"""
             SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end,
-                   coalesce(d.text, '') AS body, d.front_matter, d.mtime_ns
+                   coalesce(d.text, '') AS body, d.front_matter, d.mtime_ns, d.doc_date, d.date_source
             FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id AND c.chunk_index = 0
             WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
             """
@@ -306,20 +306,25 @@ def _assemble(
 
 
 def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
-    """Each note's date and where it came from (``engramrag/vault/dates.py``; the title stands for the first
-    heading, and no git history is read here)."""
-    found = [
-        document_date(
-            json.loads(matter) if isinstance(matter, str) and matter else {},
-            path,
-            title,
-            None,
-            mtime_ns / 1e9 if mtime_ns is not None and not pd.isna(mtime_ns) else None,
+    """Each note's date and where it came from: the catalog's (``engramrag/vault/dates.py``, git history
+    included); for a row synced before the catalog held dates, computed here without git history."""
+    found = []
+    for path, title, matter, mtime_ns, day, source in zip(
+        passages["path"], passages["title"], passages["front_matter"], passages["mtime_ns"],
+        passages["doc_date"], passages["date_source"], strict=True,
+    ):  # fmt: skip
+        if isinstance(day, str) and day:
+            found.append(DocumentDate(day, str(source)))
+            continue
+        found.append(
+            document_date(
+                json.loads(matter) if isinstance(matter, str) and matter else {},
+                path,
+                title,
+                None,
+                mtime_ns / 1e9 if mtime_ns is not None and not pd.isna(mtime_ns) else None,
+            )
         )
-        for path, title, matter, mtime_ns in zip(
-            passages["path"], passages["title"], passages["front_matter"], passages["mtime_ns"], strict=True
-        )
-    ]
     return {
         "valid_from": [item.value if item else None for item in found],
         "valid_from_source": [item.source if item else None for item in found],

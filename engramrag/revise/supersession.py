@@ -147,6 +147,9 @@ class SupersessionProposal:
     subject_similarity: float
     shared_subjects: tuple[str, ...]
     reasons: tuple[str, ...]
+    # The path of the record whose own Supersedes/Superseded-by field states this pair: an author's declaration,
+    # applied on build without review (a person's rejection still wins). None for an inferred proposal.
+    declared_in: str | None = None
 
 
 @dataclass
@@ -191,7 +194,7 @@ def propose_supersessions(
 
 
 def _pairs(
-    records: list[_Record], explicit: dict[tuple[int, int], tuple[bool, str]], config: SupersessionConfig
+    records: list[_Record], explicit: dict[tuple[int, int], tuple[bool, str, str | None]], config: SupersessionConfig
 ) -> set[tuple[int, int]]:
     """The pairs worth scoring: explicit ones, and those sharing a title word (a pair without an explicit field
     needs a title similarity above zero). Every pair only when that minimum is zero."""
@@ -221,7 +224,10 @@ def proposals_frame(proposals: Iterable[SupersessionProposal]) -> pd.DataFrame:
 
 
 def supersedes_quads(
-    accepted: Sequence[SupersessionProposal], accepted_by: str, accepted_at: str | None = None
+    accepted: Sequence[SupersessionProposal],
+    accepted_by: str,
+    accepted_at: str | None = None,
+    verdict: str = "accepted",
 ) -> list[ox.Quad]:
     """The quads saying, for each accepted proposal, that the later decision supersedes the earlier one, in the
     LATER document's analysis graph: the plain edge (for graph queries and PageRank) and a Statement node with its
@@ -232,7 +238,11 @@ def supersedes_quads(
     person = ox.NamedNode(str(agent_iri(accepted_by)))
     for proposal in accepted:
         earlier, later = proposal.earlier, proposal.later
-        graph = ox.NamedNode(str(analysis_graph_iri(later.path)))
+        # A declaration is what its author wrote: it goes in the declaring document's assertion graph.
+        declaring = proposal.declared_in if verdict == "declared" and proposal.declared_in else later.path
+        graph = ox.NamedNode(
+            str(document_iri(declaring) if verdict == "declared" else analysis_graph_iri(later.path))
+        )
         later_node = ox.NamedNode(str(entity_iri(later.path, later.entity_key)))
         earlier_node = ox.NamedNode(str(entity_iri(earlier.path, earlier.entity_key)))
         node = ox.NamedNode(str(statement_iri(later.path, "supersedes-" + short_hash(earlier.key, later.key))))
@@ -242,14 +252,14 @@ def supersedes_quads(
             (node, SUBJECT, later_node),
             (node, PREDICATE, SUPERSEDES),
             (node, OBJECT, earlier_node),
-            (node, DERIVED_FROM, ox.NamedNode(str(document_iri(later.path)))),
+            (node, DERIVED_FROM, ox.NamedNode(str(document_iri(declaring)))),
             (node, CREATED_BY, PROPOSER),
             (PROPOSER, TYPE, SOFTWARE_AGENT),
             (PROPOSER, LABEL, ox.Literal(f"supersession {VERSION}")),
             (node, CURATED_BY, person),
             (person, TYPE, PERSON),
             (person, LABEL, ox.Literal(accepted_by)),
-            (node, VERDICT, ox.Literal("accepted")),
+            (node, VERDICT, ox.Literal(verdict)),
         ]
         if accepted_at:
             triples.append((node, ACCEPTED_AT, ox.Literal(accepted_at, datatype=DATE_TIME)))
@@ -407,32 +417,39 @@ def _reference_index(records: list[_Record]) -> ReferenceIndex:
     return index
 
 
-def _explicit_edges(records: list[_Record], group: list[int]) -> dict[tuple[int, int], tuple[bool, str]]:
+def _explicit_edges(
+    records: list[_Record], group: list[int]
+) -> dict[tuple[int, int], tuple[bool, str, str | None]]:
     """(earlier, later) -> (whether the field is the record's own rather than another record's of the same
-    decision, the field as written)."""
+    decision, the field as written, the path of the record that wrote it when it is its own)."""
     references = _reference_index(records)
 
     def resolve(reference: str, record: _Record) -> set[int]:
         return {int(found) for found in references.resolve(reference, record.side.path)}
 
-    direct: dict[tuple[int, int], str] = {}
+    direct: dict[tuple[int, int], tuple[str, str]] = {}
     for later, record in enumerate(records):
         for reference in record.supersedes:
             for earlier in resolve(reference, record) - {later}:
-                direct.setdefault((earlier, later), f"{record.side.title!r} says it supersedes {reference!r}")
+                direct.setdefault(
+                    (earlier, later), (f"{record.side.title!r} says it supersedes {reference!r}", record.side.path)
+                )
     for earlier, record in enumerate(records):
         for reference in record.superseded_by:
             for later in resolve(reference, record) - {earlier}:
-                direct.setdefault((earlier, later), f"{record.side.title!r} says it is superseded by {reference!r}")
+                direct.setdefault(
+                    (earlier, later),
+                    (f"{record.side.title!r} says it is superseded by {reference!r}", record.side.path),
+                )
     members: dict[int, list[int]] = defaultdict(list)
     for index, root in enumerate(group):
         members[root].append(index)
-    edges = {pair: (True, why) for pair, why in direct.items()}
-    for (earlier, later), why in direct.items():
+    edges = {pair: (True, why, path) for pair, (why, path) in direct.items()}
+    for (earlier, later), (why, _) in direct.items():
         for first in members[group[earlier]]:
             for second in members[group[later]]:
                 if (first, second) not in edges and group[first] != group[second]:
-                    edges[(first, second)] = (False, f"another record of the same decision: {why}")
+                    edges[(first, second)] = (False, f"another record of the same decision: {why}", None)
     return edges
 
 
@@ -443,7 +460,7 @@ def _propose(
     records: list[_Record],
     a: int,
     b: int,
-    explicit: dict[tuple[int, int], tuple[bool, str]],
+    explicit: dict[tuple[int, int], tuple[bool, str, str | None]],
     idf: dict[str, float],
     config: SupersessionConfig,
 ) -> SupersessionProposal | None:
@@ -499,6 +516,7 @@ def _propose(
         subject_similarity=round(subject, 6),
         shared_subjects=tuple(sorted(shared)),
         reasons=tuple(reasons),
+        declared_in=stated[2] if stated is not None and (earlier, later) in explicit else None,
     )
 
 
