@@ -37,7 +37,12 @@ def document_embeddings(
 
 @dg.asset(
     # By key: the resolution and revision modules build on document_embeddings and document_catalog.
-    deps=[document_embeddings, dg.AssetKey("resolution_overlay"), dg.AssetKey("accepted_supersessions")],
+    deps=[
+        document_embeddings,
+        dg.AssetKey("resolution_overlay"),
+        dg.AssetKey("accepted_supersessions"),
+        dg.AssetKey("document_timeline"),
+    ],
     group_name="retrieval",
     kinds={"igraph", "lancedb", "duckdb"},
     pool=STORE_POOL,

@@ -5,6 +5,7 @@ import dagster as dg
 from assets.catalog import document_catalog
 from assets.resources import STORE_POOL, EngramStores
 from engramrag.lifecycle.revision import apply_supersessions, refresh_supersession_candidates
+from engramrag.lifecycle.timeline import refresh_timeline
 
 
 @dg.asset(
@@ -40,5 +41,30 @@ def accepted_supersessions(engram: EngramStores) -> dg.MaterializeResult:
             "quads_added": summary.quads_added,
             "quads_removed": summary.quads_removed,
             "dormant": dg.MetadataValue.json(summary.dormant),
+        }
+    )
+
+
+@dg.asset(
+    deps=[accepted_supersessions, dg.AssetKey("resolution_overlay")],
+    group_name="revision",
+    kinds={"oxigraph", "duckdb"},
+    pool=STORE_POOL,
+    description="Time: notes their authors declared replaced (front matter superseded_by/supersedes, 'this "
+    "replaces [[X]]'), applied without review and attributed to the author; and version chains of single-valued "
+    "properties (owner, price, vendor, status, deadline...), whose older values are proposed as superseded by "
+    "the later notes. A person's rejection wins. Search reads both to label and rank.",
+)
+def document_timeline(engram: EngramStores) -> dg.MaterializeResult:
+    summary = refresh_timeline(engram.home_dir(), engram.vault_config())
+    return dg.MaterializeResult(
+        metadata={
+            "declared": summary.declared,
+            "values": summary.values,
+            "chains": summary.chains,
+            "proposed": summary.proposed,
+            "rejected": summary.rejected,
+            "quads_added": summary.quads_added,
+            "quads_removed": summary.quads_removed,
         }
     )

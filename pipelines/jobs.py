@@ -8,7 +8,7 @@ from assets.metrics import lifecycle_metrics
 from assets.partitions import bucket_partitions
 from assets.resolution import resolution_candidates, resolution_overlay
 from assets.retrieval import document_embeddings, retrieval_index
-from assets.revision import accepted_supersessions, supersession_candidates
+from assets.revision import accepted_supersessions, document_timeline, supersession_candidates
 
 # Everything after documents changed, in dependency order.
 LIFECYCLE_ASSETS = [
@@ -20,11 +20,15 @@ LIFECYCLE_ASSETS = [
     resolution_overlay,
     supersession_candidates,
     accepted_supersessions,
+    document_timeline,
     retrieval_index,
     lifecycle_metrics,
 ]
 # What people's verdicts change: the overlay, the applied supersessions, the index built on them, the metrics.
-REVIEW_ASSETS = [document_catalog, resolution_overlay, accepted_supersessions, retrieval_index, lifecycle_metrics]
+REVIEW_ASSETS = [
+    document_catalog, resolution_overlay, accepted_supersessions, document_timeline, retrieval_index,
+    lifecycle_metrics,
+]
 
 document_lifecycle_job = dg.define_asset_job(
     "document_lifecycle",

@@ -111,14 +111,15 @@ def test_definitions_load_with_lineage_checks_sensor_and_schedule():
     keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
     assert keys == {
         "documents", "document_quads", "document_catalog", "document_embeddings", "resolution_candidates",
-        "resolution_overlay", "supersession_candidates", "accepted_supersessions", "retrieval_index",
-        "lifecycle_metrics", "git_decision_graph",
+        "resolution_overlay", "supersession_candidates", "accepted_supersessions", "document_timeline",
+        "retrieval_index", "lifecycle_metrics", "git_decision_graph",
     }  # fmt: skip
     graph = repository.asset_graph
     assert graph.get(dg.AssetKey("document_catalog")).parent_keys == {dg.AssetKey("document_quads")}
     assert graph.get(dg.AssetKey("retrieval_index")).parent_keys == {
-        dg.AssetKey("document_embeddings"), dg.AssetKey("resolution_overlay"), dg.AssetKey("accepted_supersessions")
-    }  # people's verdicts reach the index through the overlay and the applied supersessions
+        dg.AssetKey("document_embeddings"), dg.AssetKey("resolution_overlay"), dg.AssetKey("accepted_supersessions"),
+        dg.AssetKey("document_timeline"),
+    }  # people's verdicts reach the index through the overlay, the applied supersessions and the timeline
     assert {check.name for check in graph.asset_check_keys} == {
         "quads_belong_to_live_documents",
         "statements_name_document_and_extractor",

@@ -199,9 +199,13 @@ CREATE TABLE IF NOT EXISTS document_supersessions (
     later_value VARCHAR,
     earlier_quote VARCHAR,
     later_quote VARCHAR,
+    earlier_current BOOLEAN NOT NULL DEFAULT FALSE,
     left_key VARCHAR NOT NULL,
     right_key VARCHAR NOT NULL
 );
+
+-- The quads ``lifecycle.timeline`` wrote at the last build, removed before it writes the next ones.
+CREATE TABLE IF NOT EXISTS timeline_quads (nquad VARCHAR NOT NULL);
 
 -- Time: every value a document states for a single-valued property of a subject, in date order per
 -- (subject_key, property); ``current`` marks the values of the latest version, ``restated`` a document that

@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pandas as pd
-import pyoxigraph as ox
 
 from engramrag.catalog.connection import catalog_writer, has_column
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
+from engramrag.ontology.quadstore import QuadStore, parse_nquads
 from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES
-from engramrag.ontology.quadstore import QuadStore
 from engramrag.revise.supersession import (
     SupersessionConfig,
     SupersessionProposal,
@@ -126,7 +125,7 @@ def apply_supersessions(
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("CREATE TABLE IF NOT EXISTS supersession_quads (nquad VARCHAR NOT NULL)")
         previous = [row[0] for row in catalog.execute("SELECT nquad FROM supersession_quads").fetchall()]
-        removed = _parse(previous)
+        removed = parse_nquads(previous)
         with QuadStore.opened(home.quads_path) as store:
             store.swap_quads(removed, quads)
         catalog.execute("BEGIN")
@@ -168,9 +167,3 @@ def _authors(home: Home, config: VaultConfig) -> dict[str, str]:
         rows = catalog.execute("SELECT path, author FROM documents WHERE NOT gone AND author IS NOT NULL").fetchall()
     return dict(rows)
 
-
-def _parse(nquads: list[str]) -> list[ox.Quad]:
-    if not nquads:
-        return []
-    text = " .\n".join(nquads) + " .\n"
-    return list(ox.parse(text.encode("utf-8"), format=ox.RdfFormat.N_QUADS))

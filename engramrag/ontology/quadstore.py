@@ -126,6 +126,15 @@ class QuadStore:
             yield from self._store.quads_for_pattern(None, None, None, ox.NamedNode(graph))
 
 
+def parse_nquads(nquads: list[str]) -> list[ox.Quad]:
+    """Quads recorded as N-Quads lines (``str(quad)``, no final dot), as a step that swaps its own quads keeps
+    them between builds."""
+    if not nquads:
+        return []
+    text = " .\n".join(nquads) + " .\n"
+    return list(ox.parse(text.encode("utf-8"), format=ox.RdfFormat.N_QUADS))
+
+
 def rdflib_dataset(path: Path) -> Dataset:
     """An rdflib Dataset over the on-disk store (oxrdflib). Close it before a writer opens the store."""
     dataset = Dataset(store="Oxigraph")

@@ -103,6 +103,10 @@ def obj(word: str) -> str:
     return josa(word, "을", "를")
 
 
+def copula(word: str) -> str:
+    return josa(word, "이야", "야")
+
+
 def ro(word: str) -> str:
     last = word.rstrip()[-1]
     rieul = "가" <= last <= "힣" and (ord(last) - 0xAC00) % 28 == 8
@@ -619,6 +623,7 @@ class Vault:
         self.d_numbers: dict[tuple[str, int], int] = {}  # (chain, value index) -> D number
         self.docs: dict[str, list[Note]] = {}
         self.declarations: Counter[str] = Counter()
+        self.page_declared: set[tuple[str, int]] = set()
 
     # --- helpers -------------------------------------------------------------------------------------------
 
@@ -682,10 +687,11 @@ class Vault:
                      (_nth_weekday(2024, month, 3, 2), "architecture-review", False),
                      (_nth_weekday(2024, month, 4, -1), "retro", False),
                      (_nth_weekday(2024, month, 2, 1), "payments-sync", False),
-                     (_nth_weekday(2024, month, 0, 1), "월간계획", True)]
+                     (_nth_weekday(2024, month, 0, 1), "월간계획", True),
+                     (_nth_weekday(2024, month, 1, -1), "회고", True)]
         titles = {"weekly-sync": "Weekly sync", "planning": "Planning", "architecture-review": "Architecture review",
                   "retro": "Retro", "payments-sync": "Payments sync", "주간회의": "플랫폼 주간회의",
-                  "월간계획": "월간 계획 회의"}
+                  "월간계획": "월간 계획 회의", "회고": "플랫폼 회고"}
         for day, series, korean in sorted(plan):
             if day < FIRST_DAY or day > LAST_DAY:
                 continue
@@ -714,7 +720,7 @@ class Vault:
         rng, k = self.rng, note.korean
         services = [s for s in self.subjects.values() if s.kind == "service"]
         projects = [s for s in self.subjects.values() if s.kind == "project"]
-        if note.series == "retro":
+        if note.series in ("retro", "회고"):
             good, bad = rng.sample(RETRO_GOOD, 2), rng.sample(RETRO_BAD, 2)
             note.section("잘된 점" if k else "What went well").extend(f"- {g[k]}" for g in good)
             note.section("개선할 점" if k else "What to improve").extend(f"- {b[k]}" for b in bad)
@@ -815,11 +821,7 @@ class Vault:
                     specs.append(("count", numbers, {"label": (label_en, label_ko), "noun": (noun_en, noun_ko),
                                                       "unit": unit}))
             elif subject.kind == "project":
-                deadline = date(2024, rng.choice((5, 6, 7)), 1) - timedelta(days=1)
-                deadlines = [deadline]
-                for _ in range(rng.choice((1, 1, 2))):
-                    deadlines.append(deadlines[-1] + timedelta(days=rng.choice((30, 31, 45, 46, 61))))
-                specs.append(("deadline", deadlines, {}))
+                specs.append(("deadline", [None] * rng.choice((2, 2, 3)), {}))
                 if rng.random() < 0.5:
                     specs.append(("lead", self._people_sequence(2), {}))
                 if rng.random() < 0.7:
@@ -835,7 +837,7 @@ class Vault:
                     seats = [rng.randint(*subject.info["seats"])]
                     for _ in range(rng.choice((1, 2))):
                         seats.append(seats[-1] + rng.choice((-4, -2, 3, 5, 6, 8)))
-                    specs.append(("seats", seats, {}))
+                    specs.append(("seats", seats, {"unit": subject.info["unit"]}))
                 if rng.random() < 0.4:
                     specs.append(("contract", self._people_sequence(2), {}))
             else:  # the team
@@ -848,6 +850,12 @@ class Vault:
                     continue  # an ADR chain decides it: made with the ADRs
                 days = self._change_days(len(payloads))
                 payloads = payloads[: len(days) + 1]
+                if kind == "deadline":  # each one a month end well after the change that sets it
+                    payloads = []
+                    for when in [days[0] - timedelta(days=20), *days]:
+                        floor = max(when + timedelta(days=rng.randint(40, 75)),
+                                    payloads[-1] + timedelta(days=25) if payloads else when)
+                        payloads.append(date(floor.year, floor.month, calendar.monthrange(floor.year, floor.month)[1]))
                 values = [Value(payloads[0], date(2024, 1, 1))] + [Value(p, d) for p, d in zip(payloads[1:], days, strict=True)]
                 self.facts.append(Fact(f"{subject.key}:{kind}", kind, subject, values, info))
             for kind, payloads, info in specs:
@@ -862,7 +870,7 @@ class Vault:
         while len(picks) < len(chain[2]) - 1:
             picks.append(self.rng.choice([m for m in reviews if m.day >= picks[-1].day + timedelta(days=62)]))
         first = date(2023, self.rng.randint(3, 11), self.rng.randint(1, 28))
-        values = [Value(chain[2][0], first)] + [Value(v, m.day) for v, m in zip(chain[2][1:], picks, strict=True)]
+        values = [Value(chain[2][0][0], first)] + [Value(v[0], m.day) for v, m in zip(chain[2][1:], picks, strict=True)]
         if service is None:
             subject = Subject(chain_key, "adr", chain[1][0], chain[1][1], chain[1][0], False)
             self.subjects[chain_key] = subject
@@ -903,6 +911,8 @@ class Vault:
                   "head": ("Head of team", "팀장"), "headcount": ("Headcount", "인원")}
         if fact.kind in ("vendor", "count"):
             return fact.info["label"][korean]
+        if fact.kind == "seats" and fact.info["unit"][0] == "host":
+            return ("Hosts", "호스트 수")[korean]
         return labels[fact.kind][korean]
 
     def subject_name(self, subject: Subject, korean: bool) -> str:
@@ -920,16 +930,22 @@ class Vault:
         keyed = f"{name} {label}: {new}" if korean else f"{name} {label[0].lower() + label[1:]}: {new}"
         if fact.kind in ("count", "seats", "price", "headcount"):
             keyed = f"{name} {label}: {new}" if korean else f"{name} {label.lower()}: {new}"
+        if fact.kind == "head":
+            keyed = f"플랫폼팀 팀장: {new}" if korean else f"Head of the platform team: {new}"
+        if fact.kind == "headcount":
+            keyed = f"플랫폼팀 인원: {new}" if korean else f"Platform team headcount: {new}"
         if rng.random() < 0.55:
             return keyed
+        seat_unit = fact.info["unit"] if fact.kind == "seats" else ("seat", "좌석")
+        count_unit = fact.info["unit"] if fact.kind == "count" else ""
         prose = {
             "owner": (f"{new} takes over the {name.lower()} from {old}.", f"{topic(name)} 이번 주부터 {subj(new)} 맡는다."),
             "oncall": (f"{new} is the {name.lower()} on-call lead from now on.", f"{name} 온콜 리드는 앞으로 {new}."),
             "vendor": (f"The {name.lower()} has moved from {old} to {new} ({label.lower()}).",
                        f"{name} {obj(label)} {old}에서 {ro(new)} 바꿨다."),
-            "count": (f"{label} is at {new} now (was {old}).", f"{label}: {new}{fact.info['unit']} (이전 {old})."),
+            "count": (f"{label} is at {new} now (was {old}).", f"{label}: {new}{count_unit} (이전 {old})."),
             "price": (f"{name} renewed: the price is {new} (was {old}).", f"{name} 갱신: 가격은 {new} (이전 {old})."),
-            "seats": (f"{name} seats changed from {old} to {new}.", f"{name} 좌석을 {old}개에서 {new}개로 조정."),
+            "seats": (f"{name} {seat_unit[0]}s changed from {old} to {new}.", f"{name} {seat_unit[1]}을 {old}개에서 {new}개로 조정."),
             "contract": (f"{new} takes over the {name} contract from {old}.", f"{name} 계약은 {subj(new)} 맡는다."),
             "deadline": (f"{name} deadline moved from {old} to {new}.", f"{name} 마감일을 {old}에서 {ro(new)} 옮겼다."),
             "lead": (f"{new} now leads {name}.", f"{name} 리드가 {ro(new)} 바뀌었다."),
@@ -941,27 +957,34 @@ class Vault:
 
     # --- pages ---------------------------------------------------------------------------------------------
 
-    def make_pages(self) -> None:
-        """Each service, project, vendor and the team gets a page dated in January that states the values
-        valid then; about a third get a second version later (declared in front matter or in the text) that
-        states the values valid at its date."""
+    def plan_versions(self) -> None:
+        """Each service, project, vendor and the team gets a page dated in January; about a third get a second
+        version on the day of one of their changes (a vendor's at its renewal, when the price changes), which
+        states that change: it is not placed in a meeting."""
         rng = self.rng
         for subject in self.subjects.values():
             if subject.kind not in ("service", "project", "tool", "team"):
                 continue
             facts = [f for f in self.facts if f.subject is subject]
-            first_day = self.day_between(date(2024, 1, 8), date(2024, 1, 26))
-            versions = [first_day]
-            changes = sorted((v.start, f) for f in facts for v in f.values[1:])
-            second_version = None
+            versions = [self.day_between(date(2024, 1, 8), date(2024, 1, 26))]
+            changes = [(f, i) for f in facts if not f.info.get("chain") for i in range(1, len(f.values))]
+            declared = None
             if subject.kind == "tool":  # prices change at the yearly renewal: a new contract note
-                price = next(f for f in facts if f.kind == "price")
-                second_version = price.values[1].start
+                declared = (next(f for f in facts if f.kind == "price"), 1)
             elif changes and rng.random() < 0.35:
-                second_version = rng.choice(changes)[0]
-            if second_version is not None:
-                versions.append(second_version)
-            for number, day in enumerate(versions):
+                declared = rng.choice(changes)
+            if declared is not None:
+                versions.append(declared[0].values[declared[1]].start)
+                self.page_declared.add((declared[0].key, declared[1]))
+            subject.info["versions"] = versions
+
+    def make_pages(self) -> None:
+        """The page versions, each stating the values valid on its day."""
+        for subject in self.subjects.values():
+            if subject.kind not in ("service", "project", "tool", "team"):
+                continue
+            facts = [f for f in self.facts if f.subject is subject]
+            for number, day in enumerate(subject.info["versions"]):
                 page = self._page(subject, facts, day, number)
                 subject.pages.append(self.add(page))
                 for fact in facts:
@@ -1018,7 +1041,7 @@ class Vault:
             note.intro = ([f"{title} 사용 계약 정리." if number == 0 else f"{day.year}년 {title} 계약 갱신 내용."] if k else
                           [f"What we pay for {title} and who manages it." if number == 0 else
                            f"The {title} contract as renewed in {EN_MONTHS[day.month - 1]} {day.year}."])
-            renewal = date(day.year + (number > 0), 6, 30) if number == 0 else date(day.year + 1, day.month, 1) - timedelta(days=1)
+            renewal = subject.info["versions"][-1] if number == 0 else day.replace(year=day.year + 1)
             lines.append(f"갱신일: {renewal.isoformat()}" if k else f"Renewal: {renewal.isoformat()}")
         else:
             note.intro = ["The platform team builds the services behind checkout, search and notifications."]
@@ -1042,11 +1065,10 @@ class Vault:
             used: list[Note] = []
             for index in range(1, len(fact.values)):
                 value = fact.values[index]
-                if value.holders:  # a page version states it; the change starts there
-                    used.append(value.holders[0])
+                if (fact.key, index) in self.page_declared:  # a page version states it, on its day
                     continue
                 korean = s.korean if rng.random() < 0.9 else not s.korean
-                series: tuple[str, ...] | None = None
+                series: tuple[str, ...] = ("주간회의", "월간계획")
                 if not korean:
                     series = ("weekly-sync", "planning")
                     if fact.kind in ("count", "status"):
@@ -1064,9 +1086,6 @@ class Vault:
                 name = "Numbers" if fact.kind == "count" else "Projects"
                 section = note.section("업데이트" if korean else (name if note.series == "status" else "Updates"))
                 section.insert(rng.randint(0, len(section)), f"- {line}")
-            # a page version dated before a change it lists would be wrong: move such versions' holders
-            for value in fact.values:
-                value.holders.sort(key=lambda n: n.day)
             self._check_order(fact)
 
     def _check_order(self, fact: Fact) -> None:
@@ -1398,14 +1417,14 @@ class Vault:
             text = self.value_text(fact, value.payload, k)
             label = self.label(fact, k) if fact.kind != "adr" else ("사용 기술" if k else "technology")
             slug = f"{fact.subject.key}-{fact.kind}"
-            title = f"{name} {label}" if k else f"{name} {label.lower()}".capitalize()
+            title = f"{name} {label}" if k else f"{name[0].upper()}{name[1:]} {label.lower()}"
             note = Note(f"learned/{day.isoformat()}-{slug}.md", k, day, title,
                         [("title", _front_value(title)), ("date", day.isoformat()), ("source", f'"{_link(source)}"'),
                          ("tags", "[learned]")])
             if k:
                 note.intro = [f"{name} {label}: {text}.", f"출처: {_link(source)}"]
             else:
-                note.intro = [f"{name}: {label.lower()} is {text}.", f"Learned from {_link(source)}."]
+                note.intro = [f"{title}: {text}.", f"Learned from {_link(source)}."]
             self.add(note)
             value.learned.append(note)
 
@@ -1456,7 +1475,7 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
                      "Who's the {s} on-call lead these days?"],
                     ["지금 {s} 온콜 리드는 누구야?", "요즘 {s} 온콜은 누가 이끌어?"]),
         "still": (["Is {v} still the on-call lead for {short}?", "Does {v} still lead the {s} on-call?"],
-                  ["아직 {v_subj} {s} 온콜 리드야?", "{s} 온콜 리드는 여전히 {v}야?"]),
+                  ["아직 {v_subj} {s} 온콜 리드야?", "{s} 온콜 리드는 여전히 {v_cop}?"]),
         "as_of": (["Who was the on-call lead for the {s} in {month}?", "In {month}, who led on-call for {short}?"],
                   ["{kmonth} {s} 온콜 리드는 누구였어?", "{kmonth}에는 {s} 온콜을 누가 이끌었어?"]),
         "replaced": (["Who replaced {v} as the {s} on-call lead?"], ["{s} 온콜 리드는 {v} 다음에 누가 맡았어?"]),
@@ -1464,12 +1483,12 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     "vendor": {
         "current": (["Which {label} does the {s} use now?", "What's the {s}'s {label} these days?",
                      "What {label} are we on for {short} at the moment?"],
-                    ["현재 {s} {label}는 어디야?", "요즘 {s_topic} {label}로 어디 써?"]),
+                    ["현재 {s} {label_topic} 어디야?", "요즘 {s_topic} {label_ro} 어디 써?"]),
         "still": (["Is {v} still our {label} for {short}?", "Are we still on {v} for the {s}?",
                    "Does the {s} still use {v}?"],
-                  ["{s} {label} 아직 {v}야?", "{s_topic} 여전히 {v_obj} 쓰나요?"]),
+                  ["{s} {label} 아직 {v_cop}?", "{s_topic} 여전히 {v_obj} 쓰나요?"]),
         "as_of": (["Which {label} did the {s} use in {month}?", "What was the {s}'s {label} as of {iso}?"],
-                  ["{kmonth}에는 {s} {label}가 어디였어?", "{kmonth} 기준 {s} {label}는?"]),
+                  ["{kmonth}에는 {s} {label_subj} 어디였어?", "{kmonth} 기준 {s} {label_topic}?"]),
         "replaced": (["What did we switch to after {v} for the {s}?", "What replaced {v} as the {s}'s {label}?",
                       "What did we decide instead of using {v} for {short}?"],
                      ["{s} {label}는 {v} 다음에 뭐로 바꿨어?", "{v} 대신 {s}에는 뭘 쓰기로 했어?"]),
@@ -1479,7 +1498,7 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
                      "Which technology do we use for {s} these days?"],
                     ["지금 {s}에는 뭘 써?", "요즘 {s_topic} 뭐로 해?"]),
         "still": (["Are we still using {v} for {s}?", "Is {v} still what we use for {s}?"],
-                  ["{s}에 아직 {v} 써?", "{s_topic} 여전히 {v}야?"]),
+                  ["{s}에 아직 {v} 써?", "{s_topic} 여전히 {v_cop}?"]),
         "as_of": (["What did we use for {s} in {month}?", "As of {iso}, which technology handled {s}?"],
                   ["{kmonth}에는 {s}에 뭘 썼어?"]),
         "replaced": (["What did we decide instead of using {v} for {s}?", "Which decision superseded the {v} one for {s}?"],
@@ -1487,24 +1506,24 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     },
     "count": {
         "current": (["How many {noun} are there now?", "What's the number of {noun} at the moment?"],
-                    ["지금 {noun} 수는 몇 {unit}야?", "현재 {noun}는 몇 {unit}야?"]),
-        "still": (["Are there still {v} {noun}?", "Is it still {v} {noun}?"], ["{noun} 아직 {v}{unit}야?"]),
+                    ["지금 {noun} 수는 몇 {unit_cop}?", "현재 {noun_topic} 몇 {unit_cop}?"]),
+        "still": (["Are there still {v} {noun}?", "Is it still {v} {noun}?"], ["{noun} 아직 {v}{unit_cop}?"]),
         "as_of": (["How many {noun} were there in {month}?", "As of {iso}, how many {noun} were there?"],
-                  ["{kmonth} {noun} 수는 몇 {unit}였어?"]),
+                  ["{kmonth} {noun} 수는 몇 {unit_past}?"]),
     },
     "price": {
         "current": (["What's the current price per {unit} for {s}?", "How much are we paying per {s} {unit} these days?",
                      "What does a {s} {unit} cost us now?"],
                     ["지금 {s} {kunit}당 가격이 얼마야?", "요즘 {s} 가격 {kunit}당 얼마 내고 있어?"]),
-        "still": (["Are we still paying {v} for {s}?", "Is {s} still {v}?"], ["{s} 아직 {v}야?"]),
+        "still": (["Are we still paying {v} for {s}?", "Is {s} still {v}?"], ["{s} 아직 {v_cop}?"]),
         "as_of": (["What did a {s} {unit} cost in {month}?", "How much was {s} per {unit} as of {iso}?"],
                   ["{kmonth}에는 {s} {kunit}당 얼마였어?"]),
     },
     "seats": {
-        "current": (["How many {s} seats do we have now?", "How many {s} seats are we paying for at the moment?"],
-                    ["지금 {s} 좌석 몇 개야?", "현재 {s} 좌석 수는?"]),
-        "still": (["Do we still have {v} {s} seats?"], ["{s} 좌석 아직 {v}개야?"]),
-        "as_of": (["How many {s} seats did we have in {month}?"], ["{kmonth}에 {s} 좌석은 몇 개였어?"]),
+        "current": (["How many {s} {unit}s do we have now?", "How many {s} {unit}s are we paying for at the moment?"],
+                    ["지금 {s} {kunit} 몇 개야?", "현재 {s} {kunit} 수는?"]),
+        "still": (["Do we still have {v} {s} {unit}s?"], ["{s} {kunit} 아직 {v}개야?"]),
+        "as_of": (["How many {s} {unit}s did we have in {month}?"], ["{kmonth}에 {s} {kunit} 수는 몇 개였어?"]),
     },
     "contract": {
         "current": (["Who manages the {s} contract now?", "Who looks after the {s} contract these days?"],
@@ -1517,14 +1536,14 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
         "current": (["When is {s} due now?", "What's the latest deadline for {s}?",
                      "When do we have to ship {s}, as things stand?"],
                     ["{s} 마감일이 지금 언제야?", "요즘 {s} 마감 언제로 잡혀 있어?"]),
-        "still": (["Is {s} still due on {v}?", "Is the {s} deadline still {v}?"], ["{s} 마감 아직 {v}야?"]),
+        "still": (["Is {s} still due on {v}?", "Is the {s} deadline still {v}?"], ["{s} 마감 아직 {v_cop}?"]),
         "as_of": (["What was the deadline for {s} in {month}?", "As of {iso}, when was {s} due?"],
                   ["{kmonth} 기준 {s} 마감일은 언제였어?"]),
         "replaced": (["{s} was due on {v}. What was the deadline moved to?"], ["{s} 마감일 {v}에서 언제로 바뀌었어?"]),
     },
     "lead": {
         "current": (["Who leads {s} at the moment?", "Who is running {s} now?"], ["요즘 {s} 리드는 누구야?"]),
-        "still": (["Is {v} still leading {s}?"], ["{s} 리드 아직 {v}야?"]),
+        "still": (["Is {v} still leading {s}?"], ["{s} 리드 아직 {v_cop}?"]),
         "as_of": (["Who led {s} in {month}?"], ["{kmonth}에는 {s} 리드가 누구였어?"]),
         "replaced": (["Who took over {s} from {v}?"], ["{v} 다음에 {s} 리드는 누가 맡았어?"]),
     },
@@ -1537,7 +1556,7 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     "head": {
         "current": (["Who heads the platform team now?", "Who is the head of the platform team these days?"],
                     ["지금 플랫폼팀 팀장은 누구야?"]),
-        "still": (["Is {v} still head of the platform team?"], ["플랫폼팀 팀장 아직 {v}야?"]),
+        "still": (["Is {v} still head of the platform team?"], ["플랫폼팀 팀장 아직 {v_cop}?"]),
         "as_of": (["Who was head of the platform team in {month}?"], ["{kmonth}에는 플랫폼팀 팀장이 누구였어?"]),
         "replaced": (["Who took over the platform team from {v}?"], ["{v} 다음으로 플랫폼팀 팀장은 누가 됐어?"]),
     },
@@ -1588,15 +1607,20 @@ class Asker:
         values = {
             "s": name, "short": short, "s_topic": topic(name), "s_obj": obj(name),
             "v": text or "", "v_subj": subj(text) if text else "", "v_obj": obj(text) if text else "",
+            "v_cop": copula(text) if text else "",
             "month": _month(month, False) if month else "", "kmonth": _month(month, True) if month else "",
             "iso": iso.isoformat() if iso else "",
         }
         if fact.kind == "vendor":
             values["label"] = fact.info["label"][korean] if korean else fact.info["label"][0].lower()
+            values |= {"label_topic": topic(values["label"]), "label_subj": subj(values["label"]),
+                       "label_ro": ro(values["label"])}
         if fact.kind == "count":
             values["noun"] = fact.info["noun"][korean]
-            values["unit"] = fact.info["unit"]
-        if fact.kind == "price":
+            values["noun_topic"] = topic(fact.info["noun"][korean])
+            values["unit_cop"] = copula(fact.info["unit"])
+            values["unit_past"] = fact.info["unit"] + ("이었어" if _has_final(fact.info["unit"]) else "였어")
+        if fact.kind in ("price", "seats"):
             values["unit"], values["kunit"] = fact.info["unit"]
         return template.format(**values)
 
@@ -1637,7 +1661,7 @@ class Asker:
             value, following = fact.values[index], fact.values[index + 1]
             holders = [n for n in value.holders]
             first_known = min(n.day for n in holders) if holders else value.start
-            months = _full_months(max(value.start, first_known), following.start)
+            months = [m for m in _full_months(max(value.start, first_known), following.start) if m >= date(2024, 2, 1)]
             if months:
                 month = rng.choice(months)
                 language = self.language(holders)
@@ -1734,14 +1758,18 @@ def generate(seed: int = 0) -> tuple[dict[str, str], list[TemporalQuestion], dic
     vault.make_meetings()
     vault.make_reports()
     vault.make_facts()
-    vault.make_pages()
+    vault.plan_versions()
     vault.place_changes()
+    vault.make_pages()
     vault.report_values()
     vault.make_adrs()
     vault.make_decisions()
     vault.make_docs()
     vault.people_notes()
     vault.make_distractors()
+    for fact in vault.facts:
+        for value in fact.values:
+            value.holders.sort(key=lambda n: (n.day, n.path))
     vault.make_learned()
     files = {path: note.render() for path, note in sorted(vault.notes.items())}
 

@@ -1,0 +1,252 @@
+"""Time in the lifecycle: notes their authors declared replaced, and versions of changing facts.
+
+Recomputed whole from the live catalog at every build (after the resolution overlay, whose merges join a
+subject's names): ``property_values`` holds every value of a single-valued property with its version, and
+``document_supersessions`` the pairs (earlier note, later note) that search reads to label and rank:
+
+- ``declared``: the later (or earlier) note says so (``revise.declarations``), attributed to its author and
+  written in the declaring note's assertion graph;
+- ``later_value``: a later note changed a single-valued property's value (``revise.versions``), a machine
+  proposal written in the later note's analysis graph with both quotes;
+- ``accepted``: either kind, accepted by a person.
+
+A person's verdict (decisions store, topic ``supersession``) wins: a rejected pair is left out. The quads this
+step wrote last time are recorded, so a withdrawn declaration or a rejected pair loses its edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import pyoxigraph as ox
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
+from engramrag.ontology.graphs import (
+    AUTHORED_BY,
+    CREATED_BY,
+    DERIVED_FROM,
+    LABEL,
+    LINE_START,
+    OBJECT,
+    PREDICATE,
+    QUOTE,
+    SOFTWARE_AGENT,
+    STATEMENT,
+    SUBJECT,
+    TYPE,
+    XSD_DATE,
+    XSD_INTEGER,
+)
+from engramrag.ontology.quadstore import QuadStore, parse_nquads
+from engramrag.ontology.vocab import ENGRAM, PROV, agent_iri, analysis_graph_iri, document_iri, extractor_iri
+from engramrag.revise.declarations import Declaration, document_pair, find_declarations
+from engramrag.revise.versions import ValueRow, ValueSupersession, VersionConfig, version_chains
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
+from engramrag.vault.ids import short_hash
+
+VERSION = "1"
+PROPOSER = ox.NamedNode(str(extractor_iri("timeline", VERSION)))
+SUPERSEDES = ox.NamedNode(str(ENGRAM.supersedes))
+VERDICT = ox.NamedNode(str(ENGRAM.reviewVerdict))
+REPLACED_QUOTE = ox.NamedNode(str(ENGRAM.replacedQuote))
+VALID_FROM = ox.NamedNode(str(ENGRAM.validFrom))
+PROPERTY = ox.NamedNode(str(ENGRAM.property))
+AGENT = ox.NamedNode(str(PROV.Agent))
+
+SUPERSESSION_COLUMNS = [
+    "earlier_doc_id", "later_doc_id", "earlier_path", "later_path", "earlier_date", "later_date", "since", "reason",
+    "form", "decided_by", "subject", "property", "earlier_value", "later_value", "earlier_quote", "later_quote",
+    "earlier_current", "left_key", "right_key",
+]  # fmt: skip
+VALUE_COLUMNS = [
+    "subject_key", "subject", "property", "value_key", "value", "doc_id", "path", "doc_date", "date_source",
+    "line_start", "line_end", "quote", "version", "current", "restated", "why",
+]  # fmt: skip
+
+
+@dataclass
+class TimelineSummary:
+    declared: int  # declarations applied
+    values: int  # property values read
+    chains: int  # (subject, property) pairs with more than one version
+    proposed: int  # later_value pairs applied (not rejected)
+    rejected: int  # pairs a person rejected, left out
+    quads_added: int
+    quads_removed: int
+
+
+def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionConfig | None = None) -> TimelineSummary:
+    """Recompute ``property_values`` and ``document_supersessions`` and swap this step's quads."""
+    documents, statements, entities, clusters = _read(home, config)
+    declarations = find_declarations(documents)
+    values, replaced = version_chains(documents, statements, entities, clusters, version_config)
+    verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
+    docs = documents.set_index("doc_id")
+    rows: list[dict] = []
+    quads: list[ox.Quad] = []
+    rejected = 0
+    for declaration in declarations:
+        keys = document_pair(docs.at[declaration.earlier_doc_id, "path"], docs.at[declaration.later_doc_id, "path"])
+        verdict = verdicts.get(keys)
+        if verdict is not None and verdict.verdict == "reject":
+            rejected += 1
+            continue
+        rows.append(_declared_row(declaration, docs, keys, verdict))
+        quads += _declared_quads(declaration, docs, verdict)
+    for pair in replaced:
+        verdict = verdicts.get(pair.keys)
+        if verdict is not None and verdict.verdict == "reject":
+            rejected += 1
+            continue
+        rows.append(_value_row(pair, verdict))
+        quads += _value_quads(pair, verdict)
+    quads = list(dict.fromkeys(quads))
+    frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
+    value_frame = pd.DataFrame([_value_dict(v) for v in values], columns=VALUE_COLUMNS)
+    with catalog_writer(home, config.bucket_count) as catalog:
+        previous = [row[0] for row in catalog.execute("SELECT nquad FROM timeline_quads").fetchall()]
+        removed = parse_nquads(previous)
+        with QuadStore.opened(home.quads_path) as store:
+            store.swap_quads(removed, quads)
+        catalog.execute("BEGIN")
+        for table, incoming in (("document_supersessions", frame), ("property_values", value_frame)):
+            catalog.execute(f"DELETE FROM {table}")
+            if len(incoming):
+                catalog.register("incoming_rows", incoming)
+                catalog.execute(f"INSERT INTO {table} ({', '.join(incoming.columns)}) SELECT * FROM incoming_rows")
+                catalog.unregister("incoming_rows")
+        catalog.execute("DELETE FROM timeline_quads")
+        if quads:
+            catalog.executemany("INSERT INTO timeline_quads VALUES (?)", [[str(quad)] for quad in quads])
+        catalog.execute("COMMIT")
+    chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
+    return TimelineSummary(
+        declared=sum(r["form"] != "property" for r in rows), values=len(values), chains=chains,
+        proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=len(quads),
+        quads_removed=len(removed),
+    )
+
+
+def _read(home: Home, config: VaultConfig) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    live = "SELECT doc_id FROM documents WHERE NOT gone"
+    with catalog_writer(home, config.bucket_count) as catalog:
+        documents = catalog.execute(
+            "SELECT doc_id, path, title, author, agent_authored, doc_date, date_source, text, front_matter "
+            "FROM documents WHERE NOT gone ORDER BY path"
+        ).df()
+        statements = catalog.execute(
+            "SELECT doc_id, subject, predicate, label, object, object_is_entity, role, line_start, line_end "
+            f"FROM statements WHERE doc_id IN ({live})"
+        ).df()
+        entities = catalog.execute(
+            f"SELECT doc_id, entity_key, label, aliases FROM entities WHERE doc_id IN ({live})"
+        ).df()
+        clusters = catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").df()
+    return documents, statements, entities, clusters
+
+
+def _declared_row(declaration: Declaration, docs: pd.DataFrame, keys: tuple[str, str], verdict: Verdict | None
+                  ) -> dict:  # fmt: skip
+    earlier, later = docs.loc[declaration.earlier_doc_id], docs.loc[declaration.later_doc_id]
+    declaring = docs.loc[docs["path"] == declaration.declared_in].iloc[0]
+    author = _author(declaring)
+    return {
+        "earlier_doc_id": declaration.earlier_doc_id, "later_doc_id": declaration.later_doc_id,
+        "earlier_path": earlier["path"], "later_path": later["path"], "earlier_date": _text(earlier["doc_date"]),
+        "later_date": _text(later["doc_date"]), "since": _text(later["doc_date"]),
+        "reason": "accepted" if verdict is not None else "declared", "form": declaration.form,
+        "decided_by": verdict.operator if verdict is not None else author, "subject": None, "property": None,
+        "earlier_value": None, "later_value": None, "earlier_quote": None,
+        "later_quote": f"{declaration.declared_in}: {declaration.quote}", "earlier_current": False,
+        "left_key": keys[0], "right_key": keys[1],
+    }  # fmt: skip
+
+
+def _value_row(pair: ValueSupersession, verdict: Verdict | None) -> dict:
+    earlier, later = pair.earlier, pair.later
+    return {
+        "earlier_doc_id": earlier.doc_id, "later_doc_id": later.doc_id, "earlier_path": earlier.path,
+        "later_path": later.path, "earlier_date": earlier.doc_date, "later_date": later.doc_date,
+        "since": pair.since, "reason": "accepted" if verdict is not None else "later_value", "form": "property",
+        "decided_by": verdict.operator if verdict is not None else None, "subject": earlier.subject,
+        "property": earlier.property, "earlier_value": earlier.value, "later_value": later.value,
+        "earlier_quote": earlier.quote, "later_quote": later.quote, "earlier_current": earlier.current,
+        "left_key": pair.keys[0], "right_key": pair.keys[1],
+    }  # fmt: skip
+
+
+def _declared_quads(declaration: Declaration, docs: pd.DataFrame, verdict: Verdict | None) -> list[ox.Quad]:
+    declaring = docs.loc[docs["path"] == declaration.declared_in].iloc[0]
+    graph = ox.NamedNode(str(document_iri(declaration.declared_in)))
+    later = ox.NamedNode(str(document_iri(docs.at[declaration.later_doc_id, "path"])))
+    earlier = ox.NamedNode(str(document_iri(docs.at[declaration.earlier_doc_id, "path"])))
+    node = ox.NamedNode(
+        str(document_iri(declaration.declared_in))
+        + "#statement-supersedes-" + short_hash(declaration.earlier_doc_id, declaration.later_doc_id)
+    )
+    author = _author(declaring)
+    person = ox.NamedNode(str(agent_iri(author)))
+    triples = [
+        *_statement(node, later, earlier, graph),
+        (node, QUOTE, ox.Literal(declaration.quote)),
+        (node, VERDICT, ox.Literal("accepted" if verdict is not None else "declared")),
+        (node, AUTHORED_BY, person),
+        (person, TYPE, AGENT),
+        (person, LABEL, ox.Literal(author)),
+    ]
+    if declaration.line is not None:
+        triples.append((node, LINE_START, ox.Literal(str(declaration.line), datatype=XSD_INTEGER)))
+    return [ox.Quad(s, p, o, graph) for s, p, o in triples]
+
+
+def _value_quads(pair: ValueSupersession, verdict: Verdict | None) -> list[ox.Quad]:
+    graph = ox.NamedNode(str(analysis_graph_iri(pair.later.path)))
+    later = ox.NamedNode(str(document_iri(pair.later.path)))
+    earlier = ox.NamedNode(str(document_iri(pair.earlier.path)))
+    node = ox.NamedNode(
+        str(document_iri(pair.later.path)) + "#statement-replaces-value-"
+        + short_hash(pair.earlier.path, pair.earlier.subject_key, pair.earlier.property)
+    )
+    triples = [
+        *_statement(node, later, earlier, graph, pair.later.path),
+        (node, PROPERTY, ox.Literal(f"{pair.earlier.subject} / {pair.earlier.property}")),
+        (node, QUOTE, ox.Literal(pair.later.quote)),
+        (node, REPLACED_QUOTE, ox.Literal(pair.earlier.quote)),
+        (node, VERDICT, ox.Literal("accepted" if verdict is not None else "proposed")),
+    ]
+    if pair.since:
+        triples.append((node, VALID_FROM, ox.Literal(pair.since, datatype=XSD_DATE)))
+    return [ox.Quad(s, p, o, graph) for s, p, o in triples]
+
+
+def _statement(node: ox.NamedNode, later: ox.NamedNode, earlier: ox.NamedNode, graph: ox.NamedNode,
+               derived_from: str | None = None) -> list[tuple]:  # fmt: skip
+    source = ox.NamedNode(str(document_iri(derived_from))) if derived_from else graph
+    return [
+        (later, SUPERSEDES, earlier),
+        (node, TYPE, STATEMENT),
+        (node, SUBJECT, later),
+        (node, PREDICATE, SUPERSEDES),
+        (node, OBJECT, earlier),
+        (node, DERIVED_FROM, source),
+        (node, CREATED_BY, PROPOSER),
+        (PROPOSER, TYPE, SOFTWARE_AGENT),
+        (PROPOSER, LABEL, ox.Literal(f"timeline {VERSION}")),
+    ]
+
+
+def _value_dict(row: ValueRow) -> dict:
+    return {column: getattr(row, column) for column in VALUE_COLUMNS}
+
+
+def _author(document: pd.Series) -> str:
+    author = document.get("author")
+    return str(author) if isinstance(author, str) and author else f"author of {document['path']}"
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+

@@ -1,0 +1,416 @@
+"""Versions of changing facts: who owns a service, a price, a vendor, a deadline, who leads on-call.
+
+Statements with the same subject and a single-valued property, from documents of different dates, form a
+version chain per (subject, property): the values in date order, a new version wherever the value changes. The
+latest version is current; every document holding an older value is proposed as superseded by the documents of
+each later version with another value (``reason`` ``later_value``), with both quotes and the date the later
+version starts (a document holding the current value that an intermediate version once replaced keeps that
+edge for questions about the dates between, and is marked current). A person can reject a proposal (decisions
+store, topic ``supersession``, keys :func:`value_pair`), and the rejection wins.
+
+- **Which properties are single-valued**: a declared table (:class:`VersionConfig`, extendable with
+  ``extra_properties``), matched at the end of a key as written ("Billing service owner", "결제 서비스 담당자"),
+  plus keys the data shows are single-valued (in several documents, rarely two values in one).
+- **The subject**: the statement's own subject when it is an entity; for a key-value line about the document,
+  the words of the key before the property ("Billing service" of "Billing service owner"), else the document's
+  title. Subjects and values are joined through the notes' declared aliases (front matter ``aliases``), the
+  entities' aliases and the resolution overlay, so "MJ" and "김민지" are one person.
+- **Restatements**: a document written by an agent, or one that links to an earlier document holding the same
+  value, repeats a fact rather than stating it anew: it never starts a version (a learned note that repeats an
+  old owner does not make that owner current again), and holding a stale value it is superseded like the rest.
+- **Dates**: the document's date (``vault.dates``), or the date its line states ("From 2024-06-01 ...").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from engramrag.extract.builder import DOCUMENT_KEY, entity_key
+from engramrag.extract.decision_fields import WIKI_LINK
+from engramrag.extract.textutil import normalise_label
+from engramrag.revise.declarations import VALUE_PREFIX
+from engramrag.revise.references import ReferenceIndex
+from engramrag.vault.dates import find_date
+
+SINGLE_VALUED: dict[str, tuple[str, ...]] = {
+    "owner": ("owner", "owned by", "owns", "own", "maintainer", "dri", "담당자", "담당", "책임자", "오너", "관리자"),
+    "lead": ("lead", "leader", "on-call lead", "on call lead", "on-call", "oncall", "리드", "리더", "당번", "팀장"),
+    "price": ("price", "pricing", "cost", "fee", "가격", "요금", "비용", "단가"),
+    "vendor": ("vendor", "provider", "supplier", "벤더", "업체", "공급사", "공급업체"),
+    "status": ("status", "state", "상태"),
+    "deadline": ("deadline", "due", "due date", "launch date", "release date", "마감", "마감일", "기한", "출시일"),
+    "count": ("count", "headcount", "seats", "인원", "인원수", "좌석"),
+    "budget": ("budget", "예산"),
+    "location": ("location", "region", "위치", "리전"),
+    "manager": ("manager", "매니저"),
+}  # fmt: skip
+DATE_VALUED = frozenset({"deadline"})
+NOT_PROPERTIES = frozenset({
+    "links_to", "has_section", "dated", "tagged", "mentions", "date", "created", "updated", "title", "aliases",
+    "alias", "tags", "type", "kind", "author", "records_decision",
+})  # fmt: skip
+KEY_SEPARATORS = re.compile(r"[\s_\-]+")
+POSSESSIVE = re.compile(r"(?:'s|’s|의)$")
+
+
+@dataclass(frozen=True)
+class VersionConfig:
+    """Which facts have versions and how a chain is read."""
+
+    properties: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(SINGLE_VALUED),
+        metadata={"help": "Single-valued properties: name -> the key words (at the end of a key) that name it."},
+    )
+    extra_properties: tuple[str, ...] = field(
+        default=(),
+        metadata={"help": "More single-valued properties, each 'name=word|word' ('sla=sla|응답 시간')."},
+    )
+    learn_from_data: bool = field(
+        default=True,
+        metadata={"help": "Also treat as single-valued a key that the data shows holds one value per document."},
+    )
+    learned_min_documents: int = field(
+        default=3, metadata={"help": "Documents a key must appear in before the data can make it single-valued."}
+    )
+    learned_max_multi_share: float = field(
+        default=0.1,
+        metadata={"help": "Largest share of (document, subject) pairs holding two values of a learned key."},
+    )
+
+    def table(self) -> dict[str, tuple[str, ...]]:
+        table = {name: tuple(words) for name, words in self.properties.items()}
+        for entry in self.extra_properties:
+            name, _, words = entry.partition("=")
+            if not name.strip():
+                raise ValueError(f"extra property {entry!r}: write it as name=word|word")
+            table[name.strip()] = tuple(w.strip() for w in (words or name).split("|") if w.strip())
+        return table
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    """One document's value of one property of one subject (a row of ``property_values``)."""
+
+    subject_key: str
+    subject: str
+    property: str
+    value_key: str
+    value: str
+    doc_id: str
+    path: str
+    doc_date: str | None
+    date_source: str | None
+    line_start: int | None
+    line_end: int | None
+    quote: str
+    version: int
+    current: bool
+    restated: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class ValueSupersession:
+    """``earlier`` holds a value that ``later`` replaced (a row of ``document_supersessions``)."""
+
+    earlier: ValueRow
+    later: ValueRow
+    since: str | None  # the date the later version starts
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        return value_pair(self.earlier.path, self.later.path, self.earlier.subject_key, self.earlier.property)
+
+
+def value_pair(earlier_path: str, later_path: str, subject_key: str, prop: str) -> tuple[str, str]:
+    """The decisions store keys (left, right) of "the later note's value of this property replaces the earlier"."""
+    suffix = f"#{subject_key}/{prop}"
+    return VALUE_PREFIX + earlier_path + suffix, VALUE_PREFIX + later_path + suffix
+
+
+def property_of(key: str, table: Mapping[str, tuple[str, ...]]) -> tuple[str, str] | None:
+    """(property, the key's words before it) when ``key`` ends with a single-valued property's word."""
+    words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip()
+    best: tuple[int, str, str] | None = None
+    for name, aliases in table.items():
+        for alias in aliases:
+            alias_words = KEY_SEPARATORS.sub(" ", normalise_label(alias)).strip()
+            ends = words == alias_words or words.endswith(" " + alias_words) or (
+                _is_hangul(alias_words) and words.endswith(alias_words) and len(words) > len(alias_words)
+            )
+            if ends and (best is None or len(alias_words) > best[0]):
+                best = (len(alias_words), name, POSSESSIVE.sub("", words[: -len(alias_words)].strip()).strip())
+    return (best[1], best[2]) if best else None
+
+
+class _Names:
+    """Union of labels that name one thing: a note's title and its declared aliases, an entity's label and its
+    aliases, the resolution overlay's clusters."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.labels: set[str] = set()
+
+    def add(self, label: str) -> None:
+        if key := normalise_label(label):
+            self.labels.add(key)
+
+    def known(self, label: str) -> bool:
+        """Whether a note title, an alias or an entity has this name."""
+        return normalise_label(label) in self.labels
+
+    def find(self, label: str) -> str:
+        key = normalise_label(label)
+        self.parent.setdefault(key, key)
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def join(self, labels: Iterable[str]) -> None:
+        labels = [label for label in labels if normalise_label(label)]
+        for label in labels:
+            self.add(label)
+        roots = [self.find(label) for label in labels]
+        for root in roots[1:]:
+            a, b = sorted((roots[0], root))
+            self.parent[self.find(b)] = self.find(a)
+
+
+def version_chains(
+    documents: pd.DataFrame,
+    statements: pd.DataFrame,
+    entities: pd.DataFrame,
+    clusters: pd.DataFrame,
+    config: VersionConfig | None = None,
+) -> tuple[list[ValueRow], list[ValueSupersession]]:
+    """Every value of a single-valued property (``property_values`` rows) and the supersessions they imply.
+
+    ``documents``: doc_id, path, title, doc_date, date_source, agent_authored, text, front_matter (JSON);
+    ``statements``: doc_id, subject, predicate, label, object, object_is_entity, role, line_start, line_end;
+    ``entities``: doc_id, entity_key, label, aliases; ``clusters``: entity_key, cluster_key."""
+    config = config or VersionConfig()
+    table = config.table()
+    names = _names(documents, entities, clusters)
+    docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
+    labels = {(str(d), str(k)): str(label) for d, k, label in zip(entities["doc_id"], entities["entity_key"],
+                                                                   entities["label"], strict=True)}  # fmt: skip
+    observed = _observations(statements, docs, labels, table, config, names)
+    links = _links(documents)
+    rows: list[ValueRow] = []
+    replaced: list[ValueSupersession] = []
+    for (subject_key, prop), found in sorted(observed.items()):
+        chain_rows, chain_replaced = _chain(subject_key, prop, found, links)
+        rows += chain_rows
+        replaced += chain_replaced
+    return rows, replaced
+
+
+@dataclass
+class _Observation:
+    subject: str
+    value_key: str
+    value: str
+    doc_id: str
+    path: str
+    date: str | None
+    date_source: str | None
+    line_start: int | None
+    line_end: int | None
+    quote: str
+    agent: bool
+
+
+def _observations(
+    statements: pd.DataFrame,
+    docs: Mapping[str, object],
+    labels: Mapping[tuple[str, str], str],
+    table: Mapping[str, tuple[str, ...]],
+    config: VersionConfig,
+    names: _Names,
+) -> dict[tuple[str, str], list[_Observation]]:
+    learned = _learned_properties(statements, table, config)
+    found: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
+    ordered = statements.sort_values(["doc_id", "line_start"], na_position="first")
+    for row in ordered.itertuples(index=False):
+        if row.role != "assertion" or row.predicate in NOT_PROPERTIES or str(row.doc_id) not in docs:
+            continue
+        key = str(row.label or row.predicate)
+        matched = property_of(key, table)
+        if matched is None and row.predicate in learned:
+            matched = (str(row.predicate), "")
+        if matched is None:
+            continue
+        prop, prefix = matched
+        doc = docs[str(row.doc_id)]
+        if row.subject != DOCUMENT_KEY:
+            subject = labels.get((str(row.doc_id), str(row.subject)), "")
+        elif prefix and names.known(prefix):
+            subject = prefix  # "Billing service owner": the billing service's owner
+        else:
+            subject = _subject_title(str(doc.title or doc.path))
+            if prefix:
+                prop = f"{prop}:{prefix}"  # "Tech lead" on a project page: the project's tech lead
+        value = labels.get((str(row.doc_id), str(row.object)), str(row.object)) if row.object_is_entity else str(
+            row.object)
+        if not subject or not value.strip():
+            continue
+        line = _line(str(doc.text), row.line_start)
+        date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
+        stated = find_date(line.replace(value, " ")) if prop not in DATE_VALUED else None
+        if stated and (date is None or stated != date):
+            date, source = stated, "statement"
+        subject_key = names.find(subject)
+        # one value per document and subject: the last line that states it
+        found[(subject_key, prop)][str(row.doc_id)] = _Observation(
+            subject, names.find(value), value.strip(), str(row.doc_id), str(doc.path), date,
+            source if isinstance(source, str) else None, _int(row.line_start), _int(row.line_end), line.strip(),
+            bool(doc.agent_authored),
+        )
+    return {key: list(by_doc.values()) for key, by_doc in found.items()}
+
+
+def _chain(
+    subject_key: str, prop: str, found: list[_Observation], links: Mapping[str, set[str]]
+) -> tuple[list[ValueRow], list[ValueSupersession]]:
+    by_path = {o.path: o for o in found}
+    dated = sorted(found, key=lambda o: (o.date or "", o.path))
+    restated = set()
+    for o in dated:
+        if o.agent or any(
+            (source := by_path.get(target)) is not None and source.value_key == o.value_key
+            and (source.date or "") <= (o.date or "") and source.path != o.path
+            for target in links.get(o.path, ())
+        ):
+            restated.add(o.path)
+    # versions: runs of one value among the documents that state it anew
+    versions: list[list[_Observation]] = []
+    for o in dated:
+        if o.path in restated:
+            continue
+        if versions and versions[-1][0].value_key == o.value_key:
+            versions[-1].append(o)
+        else:
+            versions.append([o])
+    if not versions:
+        versions = [[dated[-1]]]
+    version_of: dict[str, int] = {}
+    for number, run in enumerate(versions):
+        for o in run:
+            version_of[o.path] = number
+    last_of_value = {run[0].value_key: number for number, run in enumerate(versions)}
+    for path in restated:
+        value = by_path[path].value_key
+        version_of[path] = last_of_value.get(value, -1)
+    current_value = versions[-1][0].value_key
+    start = [run[0].date for run in versions]
+    rows = {}
+    for o in found:
+        number = version_of[o.path]
+        is_current = o.value_key == current_value
+        if o.path in restated:
+            why = "repeats a value it links to" if not o.agent else "written by an agent: repeats, never changes"
+        elif is_current:
+            why = "latest version" if len(versions) > 1 else "the only version"
+        else:
+            why = f"replaced on {start[number + 1] or 'an undated note'}" if number + 1 < len(versions) else "older"
+        rows[o.path] = ValueRow(
+            subject_key, o.subject, prop, o.value_key, o.value, o.doc_id, o.path, o.date, o.date_source,
+            o.line_start, o.line_end, o.quote, number, is_current, o.path in restated, why,
+        )
+    replaced = []
+    for o in found:
+        number = version_of[o.path]
+        for later_number in range(max(number + 1, 0), len(versions)):
+            if versions[later_number][0].value_key == o.value_key:
+                continue
+            for successor in versions[later_number]:
+                replaced.append(ValueSupersession(rows[o.path], rows[successor.path], start[later_number]))
+    return sorted(rows.values(), key=lambda r: (r.doc_date or "", r.path)), replaced
+
+
+def _learned_properties(
+    statements: pd.DataFrame, table: Mapping[str, tuple[str, ...]], config: VersionConfig
+) -> set[str]:
+    """Keys the data shows are single-valued: in enough documents, and rarely two values per document."""
+    if not config.learn_from_data or statements.empty:
+        return set()
+    rows = statements[(statements["role"] == "assertion") & (statements["subject"] == DOCUMENT_KEY)]
+    rows = rows[~rows["predicate"].isin(NOT_PROPERTIES)]
+    learned = set()
+    for predicate, group in rows.groupby("predicate"):
+        if property_of(str(group["label"].iloc[0] or predicate), table) is not None:
+            continue
+        per_doc = group.groupby("doc_id")["object"].nunique()
+        if len(per_doc) < config.learned_min_documents or group["object"].nunique() < 2:
+            continue
+        if (per_doc > 1).mean() <= config.learned_max_multi_share:
+            learned.add(str(predicate))
+    return learned
+
+
+def _names(documents: pd.DataFrame, entities: pd.DataFrame, clusters: pd.DataFrame) -> _Names:
+    names = _Names()
+    for title, matter in zip(documents["title"], documents["front_matter"], strict=True):
+        front = json.loads(matter) if isinstance(matter, str) and matter else {}
+        aliases = front.get("aliases") or front.get("alias") or [] if isinstance(front, dict) else []
+        aliases = [aliases] if isinstance(aliases, str) else [a for a in aliases if isinstance(a, str)]
+        if isinstance(title, str):
+            names.join([_subject_title(title), *aliases])
+    for label, aliases in zip(entities["label"], entities["aliases"], strict=True):
+        names.add(str(label))
+        if aliases is not None and len(aliases):
+            names.join([str(label), *[str(a) for a in aliases]])
+    by_cluster: dict[str, list[str]] = defaultdict(list)
+    cluster_of = dict(zip(clusters["entity_key"], clusters["cluster_key"], strict=True))
+    for label in entities["label"].drop_duplicates():
+        cluster = cluster_of.get(entity_key(str(label)))
+        if cluster is not None:
+            by_cluster[cluster].append(str(label))
+    for labels in by_cluster.values():
+        names.join(labels)
+    return names
+
+
+def _links(documents: pd.DataFrame) -> dict[str, set[str]]:
+    """Document path -> the paths of the notes its wiki links name."""
+    index = ReferenceIndex()
+    for path, title in zip(documents["path"], documents["title"], strict=True):
+        index.add_version(str(path), [(str(path), str(title or path), None)])
+    links: dict[str, set[str]] = {}
+    for path, text in zip(documents["path"], documents["text"], strict=True):
+        targets = {m.group("target").strip() for m in WIKI_LINK.finditer(str(text))}
+        links[str(path)] = {found for t in targets for found in index.resolve(t, str(path))} - {str(path)}
+    return links
+
+
+def _subject_title(title: str) -> str:
+    """A note's title as the name of what it is about: without a leading or trailing date."""
+    text = re.sub(r"^\s*\d{4}[-.]\d{2}[-.]\d{2}\s*[:\-–—]?\s*|\s*[:\-–—(]?\s*\d{4}[-.]\d{2}[-.]\d{2}\)?\s*$", "",
+                  title)  # fmt: skip
+    return text.strip() or title
+
+
+def _line(text: str, line: object) -> str:
+    number = _int(line)
+    if number is None:
+        return ""
+    lines = text.split("\n")
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+def _int(value: object) -> int | None:
+    try:
+        return None if value is None or pd.isna(value) else int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_hangul(text: str) -> bool:
+    return any("\uac00" <= ch <= "\ud7a3" for ch in text)
