@@ -63,7 +63,8 @@ def test_korean_questions_and_notes(generated) -> None:
     assert all(HANGUL.search(q.question) for q in korean)
     for group in ("current", "still", "as_of", "replaced", "unanswerable"):
         assert any(q.group == group for q in korean), group
-    korean_notes = sum(1 for text in files.values() if len(HANGUL.findall(text)) > len(re.findall(r"[A-Za-z]", text)) / 2)
+    korean_notes = sum(1 for text in files.values() if len(HANGUL.findall(text)) > len(re.findall(r"[A-Za-z]",
+                                                                                                  text)) / 2)
     assert 0.2 <= korean_notes / len(files) <= 0.45
 
 

@@ -105,7 +105,7 @@ class _Dating:
 
     def of(self, document: Document, mtime_ns: int) -> tuple[str | None, str | None]:
         heading = document.headings[0].text if document.headings else None
-        found = document_date(document.front_matter, document.path, heading, None, None)
+        found = document_date(document.front_matter, document.path, heading, None, None, document.body)
         if found is None:
             if self._first_commits is None:
                 self._first_commits = first_commit_dates(self.vault)

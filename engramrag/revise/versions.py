@@ -259,7 +259,8 @@ def _observations(
                 prop = f"{prop}:{prefix}"  # "Tech lead" on a project page: the project's tech lead
         value = labels.get((str(row.doc_id), str(row.object)), str(row.object)) if row.object_is_entity else str(
             row.object)
-        if not subject or not value.strip():
+        value = _plain_value(value)
+        if not subject or not value:
             continue
         line = _line(str(doc.text), row.line_start)
         date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
@@ -395,6 +396,13 @@ def _subject_title(title: str) -> str:
     text = re.sub(r"^\s*\d{4}[-.]\d{2}[-.]\d{2}\s*[:\-–—]?\s*|\s*[:\-–—(]?\s*\d{4}[-.]\d{2}[-.]\d{2}\)?\s*$", "",
                   title)  # fmt: skip
     return text.strip() or title
+
+
+def _plain_value(value: str) -> str:
+    """The value without what qualifies it: "Minji Park (from [[Billing service]])" is "Minji Park"."""
+    text = re.sub(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), value)
+    text = re.sub(r"\s*\([^()]*\)\s*$", "", text)
+    return text.strip().strip("*_").strip()
 
 
 def _line(text: str, line: object) -> str:

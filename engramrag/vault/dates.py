@@ -1,13 +1,14 @@
 """A document's date and where it came from, in a fixed order of trust.
 
 1. front matter: ``date``, then ``created``, then ``updated`` (what the author wrote);
-2. a date in the file name (``2025-03-04-sync.md``, ``20250304-sync.md``) or in the first heading;
+2. a date in the file name (``2025-03-04-sync.md``, ``20250304-sync.md``), in the first heading, or in a
+   ``Date:`` / ``날짜:`` field line near the top of the body (an ADR's ``Date: 2024-02-01``);
 3. for a note in a git work tree, the date of the commit that first added it (given by the caller);
 4. the file's modification time.
 
-Each answer names its source (``front_matter:date``, ``file_name``, ``heading``, ``git_first_commit``,
-``mtime``), so a search result can say how sure its date is. Issue 15 stores it in the catalog; this module is
-the one place the order lives.
+Each answer names its source (``front_matter:date``, ``file_name``, ``heading``, ``date_field``,
+``git_first_commit``, ``mtime``), so a search result can say how sure its date is. The catalog stores it
+(``documents.doc_date``, ``date_source``; ``lifecycle.sync``); this module is the one place the order lives.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from typing import Any
 FRONT_MATTER_KEYS = ("date", "created", "updated")
 _DASHED = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
 _COMPACT = re.compile(r"(?<!\d)(\d{4})(\d{2})(\d{2})(?!\d)")
+# A field line "Date: 2024-02-01" among the first lines of the body (``- **Date**: ...``, ``날짜: ...``).
+DATE_FIELD = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?:date|decided|created|날짜|일자|작성일|결정일)(?:\*\*|__)?[ \t]*[:：]"
+    r"(?:\*\*|__)?[ \t]*(?P<value>[^\n]+)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+DATE_FIELD_LINES = 20
 _KOREAN = re.compile(r"(\d{4})\s*년\s*(\d{1,2})\s*월\s*(\d{1,2})\s*일")
 
 
@@ -47,6 +55,7 @@ def document_date(
     first_heading: str | None,
     git_first_commit: datetime | None,
     mtime: float | None,
+    body: str = "",
 ) -> DocumentDate | None:
     """The document's date by the order above; None only when nothing at all gives one."""
     for key in FRONT_MATTER_KEYS:
@@ -62,6 +71,10 @@ def document_date(
         return DocumentDate(found, "file_name")
     if first_heading and (found := find_date(first_heading)):
         return DocumentDate(found, "heading")
+    top = "\n".join(body.lstrip("\n").split("\n")[:DATE_FIELD_LINES])
+    for field_line in DATE_FIELD.finditer(top):
+        if found := find_date(field_line.group("value")):
+            return DocumentDate(found, "date_field")
     if git_first_commit is not None:
         return DocumentDate(git_first_commit.astimezone(UTC).date().isoformat(), "git_first_commit")
     if mtime is not None:

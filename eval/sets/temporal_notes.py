@@ -157,7 +157,8 @@ SERVICES = [  # key, English, Korean, short, does (en, ko), vendor (label en, la
     ("shipping-service", "Shipping service", "배송 서비스", "shipping",
      ("books carriers and tracks parcels", "택배사를 예약하고 배송을 추적한다"),
      ("Maps provider", "지도 제공자", ("Kakao Maps", "Naver Maps"), None),
-     ("Carrier integrations", "택배사 연동 수", "carrier integrations in shipping", "택배사 연동", "곳", (3, 6), (1, 3))),
+     ("Carrier integrations", "택배사 연동 수", "carrier integrations in shipping", "택배사 연동", "곳", (3, 6), (1,
+                                                                                                      3))),
     ("reporting-service", "Reporting service", "리포트 서비스", "reporting",
      ("renders the partner and finance reports", "파트너 리포트와 재무 리포트를 만든다"), None,
      ("Scheduled reports", "예약 리포트 수", "scheduled reports", "예약 리포트", "개", (30, 45), (8, 20))),
@@ -166,15 +167,18 @@ SERVICES = [  # key, English, Korean, short, does (en, ko), vendor (label en, la
      ("CDN", "CDN", ("Cloudflare", "Fastly"), "cdn"), None),
     ("catalog-service", "Catalog service", "카탈로그 서비스", "catalog",
      ("holds product data and partner feeds", "상품 데이터와 파트너 피드를 관리한다"), None,
-     ("Partner feeds", "파트너 피드 수", "partner feeds in the catalog", "카탈로그 파트너 피드", "개", (12, 20), (3, 8))),
+     ("Partner feeds", "파트너 피드 수", "partner feeds in the catalog", "카탈로그 파트너 피드", "개", (12, 20), (3,
+                                                                                                  8))),
     ("flags-service", "Feature flag service", "기능 플래그 서비스", "feature flags",
      ("decides which users see which features", "어떤 사용자에게 어떤 기능을 보여줄지 정한다"),
      ("Flag platform", "플래그 플랫폼", ("LaunchDarkly", "Unleash"), "flags"), None),
 ]
 PROJECTS = [  # key, English, Korean, goal (en, ko)
     ("atlas", "Project Atlas", "아틀라스 프로젝트", ("rebuild the checkout flow", "결제 화면 재구축")),
-    ("beacon", "Project Beacon", "비콘 프로젝트", ("move every notification to one template system", "알림 템플릿 통합")),
-    ("compass", "Project Compass", "컴퍼스 프로젝트", ("live parcel tracking for customers", "고객용 실시간 배송 추적")),
+    ("beacon", "Project Beacon", "비콘 프로젝트", ("move every notification to one template system",
+                                             "알림 템플릿 통합")),
+    ("compass", "Project Compass", "컴퍼스 프로젝트", ("live parcel tracking for customers",
+                                                "고객용 실시간 배송 추적")),
     ("delta", "Project Delta", "델타 프로젝트", ("move the ledger to the v2 schema", "원장 v2 스키마 이전")),
     ("echo", "Project Echo", "에코 프로젝트", ("improve search relevance", "검색 정확도 개선")),
     ("forge", "Project Forge", "포지 프로젝트", ("a self-service developer platform", "셀프 서비스 개발 플랫폼")),
@@ -225,12 +229,14 @@ STATIC_ADRS = [  # title en, title ko, what (en, ko)
     ("Use PostgreSQL for the ledger", "원장에 PostgreSQL 사용", ("the ledger needs transactions and row locks",
                                                            "원장에는 트랜잭션과 행 잠금이 필요하다")),
     ("Keep all services in one monorepo", "모든 서비스를 하나의 모노레포로 관리",
-     ("one pull request can change a service and its clients together", "서비스와 클라이언트를 한 PR로 함께 바꿀 수 있다")),
+     ("one pull request can change a service and its clients together",
+      "서비스와 클라이언트를 한 PR로 함께 바꿀 수 있다")),
     ("Use OpenTelemetry for tracing", "분산 추적에 OpenTelemetry 사용",
      ("one vendor-neutral SDK for every language we use", "모든 언어에 벤더 중립 SDK 하나")),
     ("Manage infrastructure with Terraform", "Terraform으로 인프라 관리",
      ("every bucket and database is reviewed as code", "버킷과 데이터베이스를 코드로 리뷰한다")),
-    ("Lint Python with Ruff", "파이썬 린트에 Ruff 사용", ("one fast tool replaces four linters", "빠른 도구 하나가 린터 넷을 대신한다")),
+    ("Lint Python with Ruff", "파이썬 린트에 Ruff 사용", ("one fast tool replaces four linters",
+                                                  "빠른 도구 하나가 린터 넷을 대신한다")),
     ("Deploy with Argo CD", "Argo CD로 배포", ("deploys become pull requests and drift is visible",
                                           "배포가 PR이 되고 설정 차이가 보인다")),
     ("Version event schemas with Protobuf", "이벤트 스키마를 Protobuf로 버전 관리",
@@ -239,7 +245,8 @@ STATIC_ADRS = [  # title en, title ko, what (en, ko)
 D_CHAINS = [  # key, values (entry title en, ko), questions: current, as_of (with {month}), per value: still, instead
     ("freeze", [("Deploy freeze starts Thursday 18:00", "배포 동결은 목요일 18시부터"),
                 ("Deploy freeze starts Friday 12:00", "배포 동결은 금요일 12시부터")],
-     {"current": (["When does the weekly deploy freeze start these days?", "At the moment, from when are deploys frozen each week?"],
+     {"current": (["When does the weekly deploy freeze start these days?",
+                   "At the moment, from when are deploys frozen each week?"],
                   ["요즘 배포 동결은 매주 언제부터 시작해?", "지금 배포 동결 시작 시간이 언제야?"]),
       "as_of": (["When did the deploy freeze start each week in {month}?"], ["{kmonth}에는 배포 동결이 언제부터였어?"]),
       "still": [(["Does the deploy freeze still start on Thursday evening?"], ["배포 동결 아직 목요일 저녁부터야?"]),
@@ -255,12 +262,16 @@ D_CHAINS = [  # key, values (entry title en, ko), questions: current, as_of (wit
       "instead": [(["What replaced the two-week sprint decision?"], ["2주 스프린트 결정은 뭘로 바뀌었어?"])]}),
     ("reviews", [("One approval for every change", "모든 변경에 리뷰 승인 1개"),
                  ("Two approvals for billing and ledger changes", "결제·원장 변경에는 리뷰 승인 2개")],
-     {"current": (["How many review approvals does a billing change need now?", "What's the code review approval rule today?"],
+     {"current": (["How many review approvals does a billing change need now?",
+                   "What's the code review approval rule today?"],
                   ["지금 결제 코드 변경에는 리뷰 승인이 몇 개 필요해?", "요즘 코드 리뷰 승인 규칙이 어떻게 돼?"]),
-      "as_of": (["How many approvals did a billing change need in {month}?"], ["{kmonth}에는 결제 변경에 리뷰 승인이 몇 개 필요했어?"]),
+      "as_of": (["How many approvals did a billing change need in {month}?"],
+                ["{kmonth}에는 결제 변경에 리뷰 승인이 몇 개 필요했어?"]),
       "still": [(["Is one review approval still enough for every change?"], ["아직 모든 변경에 리뷰 승인 1개면 돼?"]),
-                (["Do billing and ledger changes still need two approvals?"], ["결제·원장 변경은 여전히 승인 2개가 필요해?"])],
-      "instead": [(["What did we decide instead of one approval for every change?"], ["리뷰 승인 1개 규칙 대신 뭘로 정했어?"])]}),
+                (["Do billing and ledger changes still need two approvals?"],
+                 ["결제·원장 변경은 여전히 승인 2개가 필요해?"])],
+      "instead": [(["What did we decide instead of one approval for every change?"],
+                   ["리뷰 승인 1개 규칙 대신 뭘로 정했어?"])]}),
     ("oncall-shift", [("On-call shifts last one week", "온콜 교대는 1주 단위"),
                       ("On-call shifts last two weeks", "온콜 교대는 2주 단위")],
      {"current": (["How long is an on-call shift at the moment?", "How long do on-call shifts last these days?"],
@@ -271,28 +282,37 @@ D_CHAINS = [  # key, values (entry title en, ko), questions: current, as_of (wit
       "instead": [(["What replaced the one-week on-call shift?"], ["1주 온콜 교대 결정은 뭘로 대체됐어?"])]}),
     ("postmortem", [("Postmortems within five working days", "장애 회고는 영업일 5일 안에"),
                     ("Postmortems within three working days", "장애 회고는 영업일 3일 안에")],
-     {"current": (["How soon after an incident is the postmortem due now?", "What's the deadline for a postmortem these days?"],
+     {"current": (["How soon after an incident is the postmortem due now?",
+                   "What's the deadline for a postmortem these days?"],
                   ["지금 장애 회고는 며칠 안에 써야 해?", "요즘 장애 회고 기한이 며칠이야?"]),
-      "as_of": (["Within how many days was a postmortem due in {month}?"], ["{kmonth}에는 장애 회고를 며칠 안에 써야 했어?"]),
-      "still": [(["Do we still get five working days to write a postmortem?"], ["장애 회고 아직 영업일 5일 안에 쓰면 돼?"]),
+      "as_of": (["Within how many days was a postmortem due in {month}?"],
+                ["{kmonth}에는 장애 회고를 며칠 안에 써야 했어?"]),
+      "still": [(["Do we still get five working days to write a postmortem?"],
+                 ["장애 회고 아직 영업일 5일 안에 쓰면 돼?"]),
                 (["Is the postmortem deadline still three working days?"], ["장애 회고 기한은 여전히 3일이야?"])],
-      "instead": [(["What did we decide instead of five days for postmortems?"], ["장애 회고 5일 규칙 대신 뭘로 정했어?"])]}),
+      "instead": [(["What did we decide instead of five days for postmortems?"],
+                   ["장애 회고 5일 규칙 대신 뭘로 정했어?"])]}),
     ("staging", [("Staging data is refreshed every week", "스테이징 데이터는 매주 갱신"),
                  ("Staging data is refreshed every night", "스테이징 데이터는 매일 밤 갱신")],
-     {"current": (["How often is the staging data refreshed now?", "As things stand, how often do we refresh staging data?"],
+     {"current": (["How often is the staging data refreshed now?",
+                   "As things stand, how often do we refresh staging data?"],
                   ["지금 스테이징 데이터는 얼마나 자주 갱신해?", "요즘 스테이징 데이터 갱신 주기가 어떻게 돼?"]),
-      "as_of": (["How often was staging data refreshed in {month}?"], ["{kmonth}에는 스테이징 데이터를 얼마나 자주 갱신했어?"]),
+      "as_of": (["How often was staging data refreshed in {month}?"],
+                ["{kmonth}에는 스테이징 데이터를 얼마나 자주 갱신했어?"]),
       "still": [(["Is staging data still refreshed only once a week?"], ["스테이징 데이터 아직 매주 한 번 갱신해?"]),
                 (["Is staging still refreshed every night?"], ["스테이징은 여전히 매일 밤 갱신돼?"])],
       "instead": [(["What replaced the weekly staging refresh?"], ["주간 스테이징 갱신 결정은 뭘로 바뀌었어?"])]}),
     ("design-docs", [("Design docs are written in English", "설계 문서는 영어로 작성"),
                      ("Design docs may be written in Korean or English", "설계 문서는 한국어나 영어로 작성")],
-     {"current": (["Which language do design docs have to be in now?", "Can I write a design doc in Korean these days?"],
+     {"current": (["Which language do design docs have to be in now?",
+                   "Can I write a design doc in Korean these days?"],
                   ["지금 설계 문서는 어떤 언어로 써야 해?", "요즘 설계 문서 한국어로 써도 돼?"]),
-      "as_of": (["Which language did design docs have to be in in {month}?"], ["{kmonth}에는 설계 문서를 어떤 언어로 써야 했어?"]),
+      "as_of": (["Which language did design docs have to be in in {month}?"],
+                ["{kmonth}에는 설계 문서를 어떤 언어로 써야 했어?"]),
       "still": [(["Do design docs still have to be in English?"], ["설계 문서는 아직 영어로만 써야 해?"]),
                 (["Are Korean design docs still allowed?"], ["설계 문서 여전히 한국어로 써도 돼?"])],
-      "instead": [(["What did we decide instead of English-only design docs?"], ["영어 설계 문서 결정 대신 뭘로 정했어?"])]}),
+      "instead": [(["What did we decide instead of English-only design docs?"],
+                   ["영어 설계 문서 결정 대신 뭘로 정했어?"])]}),
 ]
 STATIC_DECISIONS = [("Use Conventional Commits in every repository", "모든 저장소에 Conventional Commits 사용"),
                     ("Keep one CHANGELOG per service", "서비스마다 CHANGELOG 하나 유지"),
@@ -307,11 +327,15 @@ DOCS = [  # key, folder, name (en, ko), contents per version (en, ko), questions
       ("To re-run a failed refund, open the Adyen Customer Area, find the payment and start a new refund.",
        "실패한 환불은 Adyen Customer Area에서 결제 건을 찾아 새 환불을 시작한다.")],
      {"current": (["How do I re-run a failed refund at the moment?"], ["지금은 실패한 환불을 어떻게 다시 처리해?"]),
-      "still": (["Do we still re-run failed refunds from the Stripe dashboard?"], ["실패한 환불 아직 Stripe 대시보드에서 다시 해?"]),
-      "as_of": (["How did we re-run a failed refund in {month}?"], ["{kmonth}에는 실패한 환불을 어디서 다시 처리했어?"]),
-      "replaced": (["Which runbook replaced the old billing refunds runbook?"], ["예전 환불 런북을 대체한 문서는 뭐야?"])}),
+      "still": (["Do we still re-run failed refunds from the Stripe dashboard?"],
+                ["실패한 환불 아직 Stripe 대시보드에서 다시 해?"]),
+      "as_of": (["How did we re-run a failed refund in {month}?"],
+                ["{kmonth}에는 실패한 환불을 어디서 다시 처리했어?"]),
+      "replaced": (["Which runbook replaced the old billing refunds runbook?"],
+                   ["예전 환불 런북을 대체한 문서는 뭐야?"])}),
     ("deploy-policy", "policies", ("deploy policy", "배포 정책"),
-     [("Every deploy needs one approval. No deploys after 16:00.", "모든 배포에는 승인 1개가 필요하다. 16시 이후에는 배포하지 않는다."),
+     [("Every deploy needs one approval. No deploys after 16:00.",
+       "모든 배포에는 승인 1개가 필요하다. 16시 이후에는 배포하지 않는다."),
       ("Billing and ledger deploys need two approvals. No deploys after 17:00 on Fridays.",
        "결제·원장 배포에는 승인 2개가 필요하다. 금요일 17시 이후에는 배포하지 않는다.")],
      {"current": (["What's the latest cut-off time for deploys these days?"], ["요즘 배포는 몇 시까지 할 수 있어?"]),
@@ -324,8 +348,10 @@ DOCS = [  # key, folder, name (en, ko), contents per version (en, ko), questions
       ("Production database access is approved by the security officer and expires after eight hours.",
        "운영 DB 접근은 보안 담당자가 승인하고 8시간 뒤 만료된다.")],
      {"current": (["Who approves production database access now?"], ["지금 운영 DB 접근은 누가 승인해?"]),
-      "still": (["Does the team lead still approve production database access?"], ["운영 DB 접근 아직 팀 리드가 승인해?"]),
-      "as_of": (["Who approved production database access in {month}?"], ["{kmonth}에는 운영 DB 접근을 누가 승인했어?"]),
+      "still": (["Does the team lead still approve production database access?"],
+                ["운영 DB 접근 아직 팀 리드가 승인해?"]),
+      "as_of": (["Who approved production database access in {month}?"],
+                ["{kmonth}에는 운영 DB 접근을 누가 승인했어?"]),
       "replaced": (["Which document replaced the first access policy?"], ["예전 접근 정책을 대체한 문서는 뭐야?"])}),
     ("on-call-handbook", "policies", ("on-call handbook", "온콜 핸드북"),
      [("Acknowledge a page within 15 minutes. The secondary is paged after 30 minutes.",
@@ -343,7 +369,8 @@ DOCS = [  # key, folder, name (en, ko), contents per version (en, ko), questions
       ("Run make reindex from the search repository; it pauses the partner feeds first.",
        "검색 저장소에서 make reindex를 실행한다. 파트너 피드를 먼저 멈춘다.")],
      {"current": (["How do I start a search reindex these days?"], ["요즘 검색 재색인은 어떻게 시작해?"]),
-      "still": (["Do we still start search reindexing from the ops console?"], ["검색 재색인 아직 운영 콘솔에서 시작해?"]),
+      "still": (["Do we still start search reindexing from the ops console?"],
+                ["검색 재색인 아직 운영 콘솔에서 시작해?"]),
       "as_of": (["How did we start a search reindex in {month}?"], ["{kmonth}에는 검색 재색인을 어떻게 시작했어?"]),
       "replaced": (["Is there a newer search reindex runbook? Which one replaced the first?"],
                    ["검색 재색인 런북 새 버전은 뭐야?"])}),
@@ -353,7 +380,8 @@ DOCS = [  # key, folder, name (en, ko), contents per version (en, ko), questions
        "릴리스 두 시간 전에 #releases 채널에 공지하고 변경 내역을 첨부한다.")],
      {"current": (["How far ahead do we announce a release at the moment?"], ["지금 릴리스 공지는 얼마나 미리 해?"]),
       "still": (["Do we still announce releases a whole day ahead?"], ["릴리스 공지 아직 하루 전에 해?"]),
-      "as_of": (["How far ahead did we announce releases in {month}?"], ["{kmonth}에는 릴리스를 얼마나 미리 공지했어?"]),
+      "as_of": (["How far ahead did we announce releases in {month}?"],
+                ["{kmonth}에는 릴리스를 얼마나 미리 공지했어?"]),
       "replaced": (["What replaced the first release checklist?"], ["예전 릴리스 체크리스트를 대체한 문서는?"])}),
 ]
 
@@ -397,14 +425,17 @@ RETRO_BAD = [("too many meetings on Wednesday", "수요일 회의가 너무 많�
              ("flaky end-to-end tests again", "E2E 테스트가 또 불안정"),
              ("estimates were far off for the migration", "이전 작업 추정이 크게 빗나감"),
              ("the staging environment was down for a day", "스테이징 환경이 하루 동안 중단")]
-REVIEW_TOPICS = [("the retry policy of the webhooks", "웹훅 재시도 정책"), ("the shape of the audit log", "감사 로그 구조"),
+REVIEW_TOPICS = [("the retry policy of the webhooks", "웹훅 재시도 정책"), ("the shape of the audit log",
+                                                                     "감사 로그 구조"),
                  ("caching product images at the edge", "엣지 상품 이미지 캐시"),
                  ("the schema of the order events", "주문 이벤트 스키마"),
                  ("rate limits for partner APIs", "파트너 API 요청 한도"),
                  ("splitting the reporting database", "리포트 DB 분리")]
-INCIDENTS = [("checkout-errors", "Checkout errors after a config push", "a bad config push made the checkout return errors",
+INCIDENTS = [("checkout-errors", "Checkout errors after a config push",
+              "a bad config push made the checkout return errors",
               "billing-service"),
-             ("search-timeouts", "Search timeouts during the sale", "the search cluster ran out of heap during the sale",
+             ("search-timeouts", "Search timeouts during the sale",
+              "the search cluster ran out of heap during the sale",
               "search-service"),
              ("email-delays", "Delayed order emails", "a stuck queue delayed order emails by two hours",
               "notifications-service"),
@@ -412,7 +443,8 @@ INCIDENTS = [("checkout-errors", "Checkout errors after a config push", "a bad c
               "identity-service"),
              ("image-404s", "Missing product images", "a cache purge removed product images for an hour",
               "media-service"),
-             ("ledger-drift", "Ledger drift in reconciliation", "two reconciliation jobs ran at once and double-booked refunds",
+             ("ledger-drift", "Ledger drift in reconciliation",
+              "two reconciliation jobs ran at once and double-booked refunds",
               "ledger-service")]
 RUNBOOKS = [  # service key, slug, title en, title ko, steps en, steps ko
     ("billing-service", "billing-webhook-backlog", "Billing webhook backlog", "결제 웹훅 적체",
@@ -663,12 +695,13 @@ class Vault:
             other = p.en if k else p.ko
             front = [("title", _front_value(p.ko if k else p.en)), ("aliases", f"[{p.alias}, {other}]"),
                      ("tags", "[person]"),
-                     ("created" if rng.random() < 0.5 else "updated", self.day_between(date(2024, 1, 8), date(2024, 2, 28)).isoformat())]
+                     ("created" if rng.random() < 0.5 else "updated", self.day_between(date(2024, 1, 8), date(2024, 2,
+                                                                                                              28)).isoformat())]
             note = Note(f"people/{p.slug}.md", k, date(2024, 1, 8), p.ko if k else p.en, front)
             if k:
                 note.intro = [f"{p.ko}({p.en}, 별명 {p.alias}). 플랫폼팀 {p.role[1]}.",
-                              f"근무지: {p.office[1]}\n입사: {p.joined.year}년 {p.joined.month}월\n관심 분야: {p.focus[0]}\n"
-                              f"슬랙: @{p.slug}"]
+                              f"근무지: {p.office[1]}\n입사: {p.joined.year}년 {p.joined.month}월\n"
+                              f"관심 분야: {p.focus[0]}\n슬랙: @{p.slug}"]
             else:
                 note.intro = [f"{p.en} ({p.ko}), also called {p.alias}. {p.role[0]} on the platform team.",
                               f"Office: {p.office[0]}\nJoined: {EN_MONTHS[p.joined.month - 1]} {p.joined.year}\n"
@@ -726,8 +759,9 @@ class Vault:
             note.section("개선할 점" if k else "What to improve").extend(f"- {b[k]}" for b in bad)
         elif note.series == "architecture-review":
             t = rng.choice(REVIEW_TOPICS)
-            note.section("Discussion").append(f"- We went through {t[0]}; no decision yet, {self.name(rng.choice(attendees), False)} "
-                                              "will write up the options.")
+            who = self.name(rng.choice(attendees), False)
+            note.section("Discussion").append(f"- We went through {t[0]}; no decision yet, {who} will write up the "
+                                              "options.")
         else:
             lines = note.section("업데이트" if k else "Updates")
             for _ in range(rng.randint(2, 4)):
@@ -856,9 +890,10 @@ class Vault:
                         floor = max(when + timedelta(days=rng.randint(40, 75)),
                                     payloads[-1] + timedelta(days=25) if payloads else when)
                         payloads.append(date(floor.year, floor.month, calendar.monthrange(floor.year, floor.month)[1]))
-                values = [Value(payloads[0], date(2024, 1, 1))] + [Value(p, d) for p, d in zip(payloads[1:], days, strict=True)]
+                values = [Value(payloads[0], date(2024, 1, 1))] + [Value(p, d) for p, d in zip(payloads[1:], days,
+                                                                                               strict=True)]
                 self.facts.append(Fact(f"{subject.key}:{kind}", kind, subject, values, info))
-            for kind, payloads, info in specs:
+            for _kind, _payloads, info in specs:
                 if info.get("chain"):
                     self._chain_fact(info["chain"], subject, info)
 
@@ -939,13 +974,15 @@ class Vault:
         seat_unit = fact.info["unit"] if fact.kind == "seats" else ("seat", "좌석")
         count_unit = fact.info["unit"] if fact.kind == "count" else ""
         prose = {
-            "owner": (f"{new} takes over the {name.lower()} from {old}.", f"{topic(name)} 이번 주부터 {subj(new)} 맡는다."),
+            "owner": (f"{new} takes over the {name.lower()} from {old}.",
+                      f"{topic(name)} 이번 주부터 {subj(new)} 맡는다."),
             "oncall": (f"{new} is the {name.lower()} on-call lead from now on.", f"{name} 온콜 리드는 앞으로 {new}."),
             "vendor": (f"The {name.lower()} has moved from {old} to {new} ({label.lower()}).",
                        f"{name} {obj(label)} {old}에서 {ro(new)} 바꿨다."),
             "count": (f"{label} is at {new} now (was {old}).", f"{label}: {new}{count_unit} (이전 {old})."),
             "price": (f"{name} renewed: the price is {new} (was {old}).", f"{name} 갱신: 가격은 {new} (이전 {old})."),
-            "seats": (f"{name} {seat_unit[0]}s changed from {old} to {new}.", f"{name} {seat_unit[1]}을 {old}개에서 {new}개로 조정."),
+            "seats": (f"{name} {seat_unit[0]}s changed from {old} to {new}.",
+                      f"{name} {seat_unit[1]}을 {old}개에서 {new}개로 조정."),
             "contract": (f"{new} takes over the {name} contract from {old}.", f"{name} 계약은 {subj(new)} 맡는다."),
             "deadline": (f"{name} deadline moved from {old} to {new}.", f"{name} 마감일을 {old}에서 {ro(new)} 옮겼다."),
             "lead": (f"{new} now leads {name}.", f"{name} 리드가 {ro(new)} 바뀌었다."),
@@ -1038,7 +1075,8 @@ class Vault:
             goal = subject.info["goal"][k]
             note.intro = [f"목표: {goal}" if k else f"Goal: {goal}."]
         elif subject.kind == "tool":
-            note.intro = ([f"{title} 사용 계약 정리." if number == 0 else f"{day.year}년 {title} 계약 갱신 내용."] if k else
+            note.intro = ([f"{title} 사용 계약 정리." if number == 0 else f"{day.year}년 {title} 계약 갱신 내용."]
+                          if k else
                           [f"What we pay for {title} and who manages it." if number == 0 else
                            f"The {title} contract as renewed in {EN_MONTHS[day.month - 1]} {day.year}."])
             renewal = subject.info["versions"][-1] if number == 0 else day.replace(year=day.year + 1)
@@ -1130,7 +1168,8 @@ class Vault:
                 self._chain_fact(chain_key, None, {})
         records: list[tuple[date, str, Any]] = []
         for i, entry in enumerate(STATIC_ADRS):
-            day = date(2023, 2, 1) if i == 0 else date(rng.choice((2023, 2023, 2024)), rng.randint(1, 12), rng.randint(1, 28))
+            day = date(2023, 2, 1) if i == 0 else date(rng.choice((2023, 2023, 2024)), rng.randint(1, 12),
+                                                       rng.randint(1, 28))
             if day > date(2024, 8, 30):
                 day = date(2023, day.month, day.day)
             records.append((day, f"static-{i}", entry))
@@ -1203,7 +1242,8 @@ class Vault:
         prev_tool = chain[2][index - 1][0] if index else None
         context_en = (f"The {service.en.lower()} needs a choice for {topic_en}." if service else
                       f"We need one way to handle {topic_en} across the services.")
-        context_ko = (f"{service.ko}에 {topic_ko} 방식이 필요하다." if service else f"서비스 전반의 {topic_ko} 방식을 하나로 정해야 한다.")
+        context_ko = (f"{service.ko}에 {topic_ko} 방식이 필요하다." if service else
+                      f"서비스 전반의 {topic_ko} 방식을 하나로 정해야 한다.")
         if prev_tool:
             context_en += f" {prev_tool} no longer fits: costs went up and the team spent too much time on it."
             context_ko += f" {prev_tool}는 비용이 늘고 운영 부담이 커서 더 맞지 않는다."
@@ -1220,7 +1260,8 @@ class Vault:
                 if previous:
                     status.append(f"{obj(ref(previous)[0])} 대체한다.")
                 self.declarations["adr_status_ko"] += 1
-                note.sections = [("상태", status), ("배경", [context_ko]), ("결정", [f"{topic_ko}에는 {obj(tool)} 쓴다."]),
+                note.sections = [("상태", status), ("배경", [context_ko]), ("결정",
+                                                                        [f"{topic_ko}에는 {obj(tool)} 쓴다."]),
                                  ("결정한 사람", [deciders])]
             else:
                 status = [f"Superseded by {ref(following)[0]}" if following else "Accepted"]
@@ -1231,7 +1272,8 @@ class Vault:
                 note.intro = [f"Date: {day.isoformat()}"]
                 note.sections = [("Status", status), ("Context", [context_en]),
                                  ("Decision", [f"We will use {tool} for {topic_en}."]),
-                                 ("Consequences", [f"Deciders: {deciders}. Everything new for {topic_en} uses {tool}."])]
+                                 ("Consequences",
+                                  [f"Deciders: {deciders}. Everything new for {topic_en} uses {tool}."])]
         else:
             lines = []
             if following:
@@ -1249,7 +1291,8 @@ class Vault:
                 name, target = ref(previous)
                 padded = f"ADR-{int(name.split('-')[1]):04d}"
                 lines.append(f"* Supersedes: [{padded}]({target})" if not korean else f"* 대체: [{padded}]({target})")
-            lines += [f"* {'결정자' if korean else 'Deciders'}: {deciders}", f"* {'날짜' if korean else 'Date'}: {day.isoformat()}"]
+            lines += [f"* {'결정자' if korean else 'Deciders'}: {deciders}",
+                      f"* {'날짜' if korean else 'Date'}: {day.isoformat()}"]
             note.intro = ["\n".join(lines)]
             options = [v[0] for v in chain[2]]
             if korean:
@@ -1258,7 +1301,8 @@ class Vault:
             else:
                 note.sections = [("Context and Problem Statement", [context_en]),
                                  ("Considered Options", [f"* {o}" for o in options]),
-                                 ("Decision Outcome", [f"Chosen option: \"{tool}\", because it fits {topic_en} best today."])]
+                                 ("Decision Outcome",
+                                  [f"Chosen option: \"{tool}\", because it fits {topic_en} best today."])]
         return note
 
     # --- DECISIONS.md -------------------------------------------------------------------------------------
@@ -1292,7 +1336,8 @@ class Vault:
             self.d_numbers[(key, 1)] = number[f"{key}-1"]
         log = Note("DECISIONS.md", False, LAST_DAY, "Decisions",
                    [("title", "Decisions"), ("updated", max(e[0] for e in entries).isoformat())])
-        log.intro = ["Team decisions, newest last. A decision that changes an earlier one says which one it supersedes."]
+        log.intro = ["Team decisions, newest last. A decision that changes an earlier one says which one it "
+                     "supersedes."]
         for day, key, entry in entries:
             n = number[key]
             if key.startswith("static-"):
@@ -1462,10 +1507,12 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
                      "{s} 담당자 누구야?"]),
         "still": (["Does {v} still own the {s}?", "Is {v} still in charge of {short}?",
                    "Is {v} still the owner of the {s}, or did that change?"],
-                  ["아직 {v_subj} {s} 담당하나요?", "{s_topic} 여전히 {v} 담당이야?", "{v_subj} 아직도 {s_obj} 맡고 있어?"]),
+                  ["아직 {v_subj} {s} 담당하나요?", "{s_topic} 여전히 {v} 담당이야?",
+                   "{v_subj} 아직도 {s_obj} 맡고 있어?"]),
         "as_of": (["Who owned the {s} in {month}?", "Back in {month}, who was responsible for {short}?",
                    "As of {iso}, who owned the {s}?", "Who was the {s} owner during {month}?"],
-                  ["{kmonth}에는 누가 {s} 담당이었어?", "{kmonth} 기준 {s} 담당자는?", "{kmonth} 당시 {s_topic} 누가 맡았어?"]),
+                  ["{kmonth}에는 누가 {s} 담당이었어?", "{kmonth} 기준 {s} 담당자는?",
+                   "{kmonth} 당시 {s_topic} 누가 맡았어?"]),
         "replaced": (["Who took over the {s} from {v}?", "Who replaced {v} as owner of the {s}?",
                       "After {v}, who became responsible for {short}?"],
                      ["{v} 다음으로 {s_obj} 맡은 사람은?", "{s} 담당이 {v}에서 누구로 바뀌었어?"]),
@@ -1501,7 +1548,8 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
                   ["{s}에 아직 {v} 써?", "{s_topic} 여전히 {v_cop}?"]),
         "as_of": (["What did we use for {s} in {month}?", "As of {iso}, which technology handled {s}?"],
                   ["{kmonth}에는 {s}에 뭘 썼어?"]),
-        "replaced": (["What did we decide instead of using {v} for {s}?", "Which decision superseded the {v} one for {s}?"],
+        "replaced": (["What did we decide instead of using {v} for {s}?",
+                      "Which decision superseded the {v} one for {s}?"],
                      ["{v} 대신 {s}에 뭘 쓰기로 했어?"]),
     },
     "count": {
@@ -1512,7 +1560,8 @@ QUESTION_TEMPLATES: dict[str, dict[str, tuple[list[str], list[str]]]] = {
                   ["{kmonth} {noun} 수는 몇 {unit_past}?"]),
     },
     "price": {
-        "current": (["What's the current price per {unit} for {s}?", "How much are we paying per {s} {unit} these days?",
+        "current": (["What's the current price per {unit} for {s}?",
+                     "How much are we paying per {s} {unit} these days?",
                      "What does a {s} {unit} cost us now?"],
                     ["지금 {s} {kunit}당 가격이 얼마야?", "요즘 {s} 가격 {kunit}당 얼마 내고 있어?"]),
         "still": (["Are we still paying {v} for {s}?", "Is {s} still {v}?"], ["{s} 아직 {v_cop}?"]),
@@ -1673,13 +1722,15 @@ class Asker:
             if "replaced" in tpl:
                 language = self.language(following.holders)
                 self.add("replaced", language, self.fill(rng.choice(tpl["replaced"][language]), fact, language,
-                                                         value.payload), keep(following.holders), keep(value.holders), fact)
+                                                         value.payload), keep(following.holders), keep(value.holders),
+                         fact)
         if fact.info.get("chain"):
             adrs = self.v.adrs[fact.info["chain"]]
             for index in range(last):
                 number = self.v.adr_number(adrs[index])
                 language = adrs[index + 1].korean if rng.random() < 0.8 else not adrs[index + 1].korean
-                text = (rng.choice([f"ADR-{obj(str(number))} 대체한 결정은?", f"ADR-{number}은 어떤 ADR로 바뀌었어?"]) if language
+                text = (rng.choice([f"ADR-{obj(str(number))} 대체한 결정은?",
+                                    f"ADR-{number}은 어떤 ADR로 바뀌었어?"]) if language
                         else rng.choice([f"What replaced ADR-{number}?", f"Which ADR superseded ADR-{number}?",
                                          f"Is ADR-{number} still in force, or what replaced it?"]))
                 self.add("replaced", language, text, keep(fact.values[index + 1].holders),
@@ -1696,12 +1747,14 @@ class Asker:
             self.add("still", korean, rng.choice(templates["still"][asked][korean]), gold, stale, fact)
             number = self.v.d_numbers[(fact.subject.key, 0)]
             log = ["DECISIONS.md"]
-            text = (rng.choice([f"D-{obj(str(number))} 대체한 결정은?", f"D-{number}은 지금도 유효해? 뭘로 바뀌었어?"]) if korean else
+            text = (rng.choice([f"D-{obj(str(number))} 대체한 결정은?",
+                                f"D-{number}은 지금도 유효해? 뭘로 바뀌었어?"]) if korean else
                     rng.choice([f"What replaced D-{number}?", f"Which decision superseded D-{number}?"]))
             self.add("replaced", korean, text, log + keep(second.holders), keep(first.holders), fact)
             instead = templates["instead"][0]
             other = not korean if rng.random() < 0.3 else korean
-            self.add("replaced", other, rng.choice(instead[other]), log + keep(second.holders), keep(first.holders), fact)
+            self.add("replaced", other, rng.choice(instead[other]), log + keep(second.holders), keep(first.holders),
+                     fact)
         else:
             self.add("still", korean, rng.choice(templates["still"][korean]), gold, stale, fact)
             self.add("replaced", korean, rng.choice(templates["replaced"][korean]), keep(second.holders),
@@ -1710,7 +1763,8 @@ class Asker:
         if months:
             month = rng.choice(months)
             language = self.language(first.holders)
-            text = rng.choice(templates["as_of"][language]).format(month=_month(month, False), kmonth=_month(month, True))
+            text = rng.choice(templates["as_of"][language]).format(month=_month(month, False), kmonth=_month(month,
+                                                                                                             True))
             self.add("as_of", language, text, keep(first.holders), keep(second.holders), fact, month.replace(day=15))
 
 
