@@ -203,6 +203,7 @@ def _search(args: argparse.Namespace) -> int:
     from datetime import date
 
     from engramrag.retrieve import RetrievalConfig, search
+    from engramrag.retrieve.context import superseded_line
 
     if args.k < 1:
         print("engram: -k must be at least 1", file=sys.stderr)
@@ -224,9 +225,16 @@ def _search(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     verdict = "nothing relevant found" if answer.no_relevant_memory else "relevant memory found"
     print(f"confidence {answer.confidence:.2f}: {verdict}")
+    reading = answer.temporal or {}
+    if reading.get("intent") not in (None, "none"):
+        asked = f" {reading['as_of']}" if reading.get("as_of") else ""
+        print(f"time: {reading['intent']}{asked} (cue {reading.get('cue')!r})")
     for rank, hit in enumerate(answer.results, 1):
         legs = " ".join(f"{leg}={value:.3g}" for leg, value in hit.legs.items() if value)
-        print(f"{rank:>2}. {hit.doc}  {hit.title}  score={hit.score:.4g}  [{legs}]")
+        dated = f"  dated {hit.valid_from['date']} ({hit.valid_from['source']})" if hit.valid_from else ""
+        print(f"{rank:>2}. {hit.doc}  {hit.title}  score={hit.score:.4g}{dated}  [{legs}]")
+        for later in hit.superseded_by:
+            print(superseded_line(later))
     print()
     print(answer.context)
     return 0

@@ -200,6 +200,7 @@ CREATE TABLE IF NOT EXISTS document_supersessions (
     earlier_quote VARCHAR,
     later_quote VARCHAR,
     earlier_current BOOLEAN NOT NULL DEFAULT FALSE,
+    property_words VARCHAR,
     left_key VARCHAR NOT NULL,
     right_key VARCHAR NOT NULL
 );

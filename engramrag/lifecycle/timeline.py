@@ -59,7 +59,7 @@ AGENT = ox.NamedNode(str(PROV.Agent))
 SUPERSESSION_COLUMNS = [
     "earlier_doc_id", "later_doc_id", "earlier_path", "later_path", "earlier_date", "later_date", "since", "reason",
     "form", "decided_by", "subject", "property", "earlier_value", "later_value", "earlier_quote", "later_quote",
-    "earlier_current", "left_key", "right_key",
+    "earlier_current", "property_words", "left_key", "right_key",
 ]  # fmt: skip
 VALUE_COLUMNS = [
     "subject_key", "subject", "property", "value_key", "value", "doc_id", "path", "doc_date", "date_source",
@@ -82,6 +82,8 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
     """Recompute ``property_values`` and ``document_supersessions`` and swap this step's quads."""
     documents, statements, entities, clusters = _read(home, config)
     declarations = find_declarations(documents)
+    version_config = version_config or VersionConfig()
+    table = version_config.table()
     values, replaced = version_chains(documents, statements, entities, clusters, version_config)
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
@@ -101,7 +103,7 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
         if verdict is not None and verdict.verdict == "reject":
             rejected += 1
             continue
-        rows.append(_value_row(pair, verdict))
+        rows.append(_value_row(pair, verdict, table))
         quads += _value_quads(pair, verdict)
     quads = list(dict.fromkeys(quads))
     frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
@@ -161,12 +163,15 @@ def _declared_row(declaration: Declaration, docs: pd.DataFrame, keys: tuple[str,
         "decided_by": verdict.operator if verdict is not None else author, "subject": None, "property": None,
         "earlier_value": None, "later_value": None, "earlier_quote": None,
         "later_quote": f"{declaration.declared_in}: {declaration.quote}", "earlier_current": False,
+        "property_words": None,
         "left_key": keys[0], "right_key": keys[1],
     }  # fmt: skip
 
 
-def _value_row(pair: ValueSupersession, verdict: Verdict | None) -> dict:
+def _value_row(pair: ValueSupersession, verdict: Verdict | None, table: dict[str, tuple[str, ...]]) -> dict:
     earlier, later = pair.earlier, pair.later
+    name = earlier.property.split(":", 1)[0]
+    words = " ".join([*table.get(name, (name.replace("_", " "),)), *earlier.property.split(":", 1)[1:]])
     return {
         "earlier_doc_id": earlier.doc_id, "later_doc_id": later.doc_id, "earlier_path": earlier.path,
         "later_path": later.path, "earlier_date": earlier.doc_date, "later_date": later.doc_date,
@@ -174,6 +179,7 @@ def _value_row(pair: ValueSupersession, verdict: Verdict | None) -> dict:
         "decided_by": verdict.operator if verdict is not None else None, "subject": earlier.subject,
         "property": earlier.property, "earlier_value": earlier.value, "later_value": later.value,
         "earlier_quote": earlier.quote, "later_quote": later.quote, "earlier_current": earlier.current,
+        "property_words": words,
         "left_key": pair.keys[0], "right_key": pair.keys[1],
     }  # fmt: skip
 

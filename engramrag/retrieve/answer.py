@@ -17,8 +17,10 @@ class Hit:
     legs: dict[str, float]
     provenance: dict[str, Any]  # graph IRI, statement ids, source lines
     doc_id: str = ""
-    # Decisions of this document that a person accepted as superseded: [{"decision", "decided_on",
-    # "by_doc", "by_decision", "by_decided_on"}]; the document still answers for the period it covered.
+    # What replaced this note, when something did (engramrag/retrieve/replacements.py): [{"by_doc", "by_date",
+    # "reason": "declared" | "accepted" | "later_value", "decided_by", "detail", ...}] plus, for a decision,
+    # "decision"/"by_decision"/"decided_on"/"by_decided_on", for a property "subject"/"property"/"value"/
+    # "by_value"/"since". The note still answers for the period it covered.
     superseded_by: list[dict[str, Any]] = field(default_factory=list)
     # The note's date and where it came from: {"date": "2025-03-04", "source": "front_matter:date" | "file_name" |
     # "heading" | "mtime"} (engramrag/vault/dates.py); None when nothing gives one.

@@ -44,6 +44,16 @@ def assemble_context(
     return text.rstrip() + "\n", fact_kept, bridge_kept
 
 
+def superseded_line(later: dict) -> str:
+    """``SUPERSEDED by <doc> (<date>): <what>`` for one ``Hit.superseded_by`` entry, as results and the
+    context print it."""
+    dated = f" ({later['by_date']})" if later.get("by_date") else ""
+    reason = {"declared": "declared by the author", "accepted": "accepted in review",
+              "later_value": "a later note changed it"}.get(str(later.get("reason")), "")  # fmt: skip
+    why = f" [{reason}]" if reason else ""
+    return f"    SUPERSEDED by {later['by_doc']}{dated}: {later.get('detail', '')}{why}"
+
+
 def _documents(hits: Sequence[Hit], budget: int) -> str:
     title = "## Documents\n"
     if not hits or budget <= len(title):
@@ -56,11 +66,7 @@ def _documents(hits: Sequence[Hit], budget: int) -> str:
         where = f"lines {lines[0]}–{lines[1]}" if len(lines) == 2 and lines[0] else "whole document"
         line = f"[{rank}] {hit.doc} — {hit.title} ({where}; score {hit.score:.4g})\n"
         for later in hit.superseded_by:
-            dated = f" on {later['by_decided_on']}" if later.get("by_decided_on") else ""
-            line += (
-                f"    SUPERSEDED: “{later['decision']}” was replaced by “{later['by_decision']}” "
-                f"({later['by_doc']}{dated})\n"
-            )
+            line += superseded_line(later) + "\n"
         snippet = " ".join(hit.snippet.split())
         room = min(share, budget - used) - len(line) - 1
         if room < 0:

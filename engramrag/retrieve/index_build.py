@@ -41,7 +41,7 @@ from engramrag.vault.config import VaultConfig
 from engramrag.vault.dates import DocumentDate, document_date
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 9
+FORMAT = 10
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -142,8 +142,16 @@ def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_c
         "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
         "FROM supersessions"
     ).fetchone()[0]
+    timeline = catalog.execute(
+        "SELECT coalesce(string_agg(left_key || '>' || right_key || ':' || reason || ':' || coalesce(since, ''), ','"
+        " ORDER BY left_key, right_key), '') FROM document_supersessions"
+    ).fetchone()[0]
+    dates = catalog.execute(
+        "SELECT coalesce(string_agg(doc_id || ':' || coalesce(doc_date, ''), ',' ORDER BY doc_id), '') "
+        "FROM documents WHERE NOT gone"
+    ).fetchone()[0]
     settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
-    text = f"{state}|{paths}|{clusters}|{superseded}|{settings}"
+    text = f"{state}|{paths}|{clusters}|{superseded}|{timeline}|{dates}|{settings}"
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -175,10 +183,21 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
             f"""
             SELECT s.earlier_doc_id AS doc_id, s.earlier_title AS title, s.earlier_date AS decided_on,
                    s.later_doc_id AS by_doc_id, s.later_title AS by_title, s.later_date AS by_decided_on,
+                   coalesce(s.reason, 'accepted') AS reason, s.decided_by,
                    (SELECT count(*) FROM decisions d WHERE d.doc_id = s.earlier_doc_id) AS decisions_in_doc
             FROM supersessions s
             WHERE s.earlier_doc_id IN ({embedded}) AND s.later_doc_id IN ({embedded})
             ORDER BY doc_id, title, by_doc_id
+            """
+        ).df(),
+        "document_supersessions": catalog.execute(
+            f"""
+            SELECT earlier_doc_id AS doc_id, later_doc_id AS by_doc_id, later_path AS by_path,
+                   later_date AS by_date, since, reason, form, decided_by, subject, property, earlier_value,
+                   later_value, later_quote, earlier_current, property_words
+            FROM document_supersessions
+            WHERE earlier_doc_id IN ({embedded}) AND later_doc_id IN ({embedded})
+            ORDER BY doc_id, by_doc_id, property
             """
         ).df(),
     }
@@ -301,6 +320,7 @@ def _assemble(
         "term_lists": term_lists,
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
+        "document_supersessions": tables["document_supersessions"],
         "notes": NoteIndex.build(passages["body"].tolist()),
     }
 
@@ -396,6 +416,7 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             ("term_idf", idf),
             ("edge_statements", edge_statements),
             ("superseded_decisions", graph["superseded"]),
+            ("document_supersessions", graph["document_supersessions"]),
         ):
             db.register("frame", frame)
             # Statements are read back in row order, which is the order a search prefers them in.

@@ -42,8 +42,9 @@ from engramrag.retrieve.index import RetrievalIndex
 from engramrag.retrieve.lexical import LabelTerms, terms
 from engramrag.retrieve.note_bm25 import question_terms
 from engramrag.retrieve.ppr import LocalPageRank, personalized_pagerank
+from engramrag.retrieve.replacements import Replacements
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, scaled, triple_seeds
-from engramrag.retrieve.temporal import TemporalReading, read_temporal
+from engramrag.retrieve.temporal import TemporalReading, read_temporal, without_current_cues
 from engramrag.store import Home
 from engramrag.vectors.lancedb_store import VectorStore
 
@@ -100,7 +101,7 @@ class Retriever:
         self.labels: list[str] = [
             label for (label,) in index.db.execute("SELECT label FROM entity_nodes ORDER BY node").fetchall()
         ]
-        self.superseded, self.successors = self._superseded_decisions()
+        self.replacements = Replacements(index.db, {doc: path for doc, (_, path, _) in self.passage_of_doc.items()})
 
     @classmethod
     def open(
@@ -140,8 +141,14 @@ class Retriever:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         reading = _as_of_reading(as_of) if as_of else read_temporal(query)
-        ranked = self._rank(query, mode, ablation, timings)
-        top = self._below_successors(self._dated_up_to(ranked.order, reading))[:k]
+        temporal = self.config.temporal_reading
+        asked = without_current_cues(query) if temporal and reading.intent == "current" else query
+        ranked = self._rank(asked, mode, ablation, timings)
+        order = self._dated_up_to(ranked.order, reading) if temporal else ranked.order
+        if self.replacements:
+            successors = self.replacements.successors(reading, set(ranked.query_terms), temporal)
+            order = _below_successors(order, successors)
+        top = order[:k]
         covered = self._coverage(ranked.query_terms, [doc for doc, _ in top])
         sure = round(confidence(covered, self.config.confidence_slope, self.config.confidence_midpoint), 4)
         ranked.ranking["coverage"] = round(covered, 4)
@@ -155,7 +162,7 @@ class Retriever:
                 query, mode, [], notice_only(query, NO_RELEVANT_NOTICE), warnings, [], [],
                 self._seed_list(ranked.seeds), timings, sure, True, ranked.ranking, reading.to_json(),
             )
-        hits = self._hits(top, ranked)
+        hits = self._hits(top, ranked, reading)
         mark = time.perf_counter()
         facts, bridges, bridge_paths = self._facts(ranked, hits)
         notices = [AUTO_TURN_NOTICE] if mode == "auto_turn" else []
@@ -328,48 +335,7 @@ class Retriever:
 
     # results ------------------------------------------------------------------------------------------
 
-    def _superseded_decisions(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, set[str]]]:
-        """Per document, its decisions people accepted as superseded; and, for documents all of whose decisions
-        are superseded, the documents that replaced them."""
-        described: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        replaced_titles: dict[str, set[str]] = defaultdict(set)
-        counts: dict[str, int] = {}
-        by_docs: dict[str, set[str]] = defaultdict(set)
-        rows = self.index.db.execute(
-            "SELECT doc_id, title, decided_on, by_doc_id, by_title, by_decided_on, decisions_in_doc "
-            "FROM superseded_decisions"
-        ).fetchall()
-        for doc, title, decided_on, by_doc, by_title, by_decided_on, decisions_in_doc in rows:
-            by_path = self.passage_of_doc[by_doc][1] if by_doc in self.passage_of_doc else by_doc
-            described[doc].append(
-                {"decision": title, "decided_on": decided_on, "by_doc": by_path, "by_decision": by_title,
-                 "by_decided_on": by_decided_on}
-            )
-            replaced_titles[doc].add(title)
-            counts[doc] = int(decisions_in_doc)
-            by_docs[doc].add(by_doc)
-        wholly = {doc: by_docs[doc] for doc, titles in replaced_titles.items() if len(titles) >= counts[doc]}
-        return dict(described), wholly
-
-    def _below_successors(self, order: list[tuple[str, float]]) -> list[tuple[str, float]]:
-        """Moves a document whose every decision was superseded to just below its lowest-placed successor
-        among the results (it stays in the results: it still answers for the period it covered)."""
-        if not self.successors:
-            return order
-        ranked = list(order)
-        position = {doc: i for i, (doc, _) in enumerate(ranked)}
-        moves = []
-        for doc, successors in self.successors.items():
-            placed = [position[later] for later in successors if later in position]
-            if doc in position and placed and max(placed) > position[doc]:
-                moves.append((doc, max(placed)))
-        for doc, _ in sorted(moves, key=lambda move: -position[move[0]]):
-            entry = ranked.pop(next(i for i, (d, _) in enumerate(ranked) if d == doc))
-            after = max(i for i, (d, _) in enumerate(ranked) if d in self.successors[doc])
-            ranked.insert(after + 1, entry)
-        return ranked
-
-    def _hits(self, top: list[tuple[str, float]], ranked: _Ranked) -> list[Hit]:
+    def _hits(self, top: list[tuple[str, float]], ranked: _Ranked, reading: TemporalReading) -> list[Hit]:
         seeds = ranked.seeds
         docs = [doc for doc, _ in top]
         leg_by_doc = self._entity_legs_by_document(seeds, set(docs))
@@ -406,7 +372,7 @@ class Retriever:
                         "lines": lines,
                     },
                     doc_id=doc,
-                    superseded_by=self.superseded.get(doc, []),
+                    superseded_by=self.replacements.labels(doc, reading),
                     valid_from=self.valid_from.get(doc),
                 )
             )
@@ -569,6 +535,33 @@ def _as_of_reading(as_of: str) -> TemporalReading:
     except ValueError:
         raise ValueError(f"as_of wants an ISO date such as 2024-03-31, not {as_of!r}") from None
     return TemporalReading("as_of", day.isoformat(), "--as-of")
+
+
+def _below_successors(order: list[tuple[str, float]], successors: dict[str, set[str]]) -> list[tuple[str, float]]:
+    """Moves each replaced note to just below its lowest-placed successor among the ranked notes (it stays:
+    it still answers for the period it covered). When none of its successors was ranked, they come in just
+    above it: a question the stale note answers best is the question its successor answers now."""
+    if not successors:
+        return order
+    ranked = list(order)
+    position = {doc: i for i, (doc, _) in enumerate(ranked)}
+    missing = {doc: later for doc, later in successors.items() if doc in position and not later & position.keys()}
+    for doc in sorted(missing, key=lambda stale: -position[stale]):
+        at = next(i for i, (d, _) in enumerate(ranked) if d == doc)
+        present = {d for d, _ in ranked}
+        for other in sorted(missing[doc] - present):
+            ranked.insert(at, (other, ranked[at][1]))
+    position = {doc: i for i, (doc, _) in enumerate(ranked)}
+    moves = []
+    for doc, later in successors.items():
+        placed = [position[other] for other in later if other in position]
+        if doc in position and placed and max(placed) > position[doc]:
+            moves.append(doc)
+    for doc in sorted(moves, key=lambda moved: -position[moved]):
+        entry = ranked.pop(next(i for i, (d, _) in enumerate(ranked) if d == doc))
+        after = max(i for i, (d, _) in enumerate(ranked) if d in successors[doc])
+        ranked.insert(after + 1, entry)
+    return ranked
 
 
 def _ordered(scores: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:

@@ -35,7 +35,7 @@ _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 
 CURRENT_CUES_EN = re.compile(
     r"\b(now|right now|currently|current|still|these days|nowadays|at the moment|at present|presently|today|"
-    r"latest|as it stands)\b",
+    r"latest|as it stands|as things stand|at this point|any ?more|any longer|most recent|up to date|going forward)\b",
     re.IGNORECASE,
 )
 CURRENT_CUES_KO = ("지금", "현재", "요즘", "아직", "최근", "이제", "오늘날")
@@ -70,6 +70,15 @@ def read_temporal(question: str) -> TemporalReading:
         if cue in question:
             return TemporalReading("current", cue=cue)
     return TemporalReading("none")
+
+
+def without_current_cues(question: str) -> str:
+    """The question without its current-state cue words, for ranking: "now" or "지금" says when, not what, and
+    matched as a word it only favours notes that happen to say "now"."""
+    text = CURRENT_CUES_EN.sub(" ", question)
+    for cue in CURRENT_CUES_KO:
+        text = text.replace(cue, " ")
+    return " ".join(text.split()) or question
 
 
 def _as_of(question: str) -> TemporalReading | None:

@@ -39,7 +39,8 @@ from engramrag.revise.references import ReferenceIndex
 from engramrag.vault.dates import find_date
 
 SINGLE_VALUED: dict[str, tuple[str, ...]] = {
-    "owner": ("owner", "owned by", "owns", "own", "maintainer", "dri", "담당자", "담당", "책임자", "오너", "관리자"),
+    "owner": ("owner", "owned by", "owns", "own", "maintainer", "dri", "responsible", "in charge", "runs", "담당자",
+              "담당", "책임자", "오너", "관리자", "맡"),
     "lead": ("lead", "leader", "on-call lead", "on call lead", "on-call", "oncall", "리드", "리더", "당번", "팀장"),
     "price": ("price", "pricing", "cost", "fee", "가격", "요금", "비용", "단가"),
     "vendor": ("vendor", "provider", "supplier", "벤더", "업체", "공급사", "공급업체"),

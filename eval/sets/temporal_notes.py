@@ -701,11 +701,11 @@ class Vault:
             if k:
                 note.intro = [f"{p.ko}({p.en}, 별명 {p.alias}). 플랫폼팀 {p.role[1]}.",
                               f"근무지: {p.office[1]}\n입사: {p.joined.year}년 {p.joined.month}월\n"
-                              f"관심 분야: {p.focus[0]}\n슬랙: @{p.slug}"]
+                              f"관심 분야: {p.focus[1]}\n슬랙: @{p.slug}"]
             else:
                 note.intro = [f"{p.en} ({p.ko}), also called {p.alias}. {p.role[0]} on the platform team.",
                               f"Office: {p.office[0]}\nJoined: {EN_MONTHS[p.joined.month - 1]} {p.joined.year}\n"
-                              f"Focus: {p.focus[1]}\nSlack: @{p.slug}"]
+                              f"Focus: {p.focus[0]}\nSlack: @{p.slug}"]
             self.add(note)
 
     # --- meetings ------------------------------------------------------------------------------------------
@@ -1454,9 +1454,9 @@ class Vault:
             index = rng.randrange(last) if rng.random() < 0.65 else last
             value = fact.values[index]
             source = value.holders[0]
-            day = self.day_between(fact.values[-1].start + timedelta(days=10), LAST_DAY)
-            if day > LAST_DAY or fact.values[-1].start + timedelta(days=10) > LAST_DAY:
+            if fact.values[-1].start + timedelta(days=10) > LAST_DAY:
                 continue
+            day = self.day_between(fact.values[-1].start + timedelta(days=10), LAST_DAY)
             k = source.korean
             name = self.subject_name(fact.subject, k)
             text = self.value_text(fact, value.payload, k)
