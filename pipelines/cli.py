@@ -139,6 +139,15 @@ def _parser() -> argparse.ArgumentParser:
     add_git_commands(commands)
     add_cost_commands(commands)
 
+    timeline = commands.add_parser(
+        "history", help="An entity's values over time per property (owner, price, vendor...): current and why."
+    )
+    timeline.add_argument("entity", help="The entity's name as any note writes it (aliases work).")
+    timeline.add_argument("--property", default=None, help="Only this property (owner, price, vendor, status...).")
+    _home(timeline)
+    timeline.add_argument("--json", action="store_true", help="Print the timeline as JSON.")
+    timeline.set_defaults(handler=_history)
+
     dev = commands.add_parser("dev", help="Open the Dagster UI on this home's instance (dagster dev).")
     _home(dev)
     dev.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT", "examples/vault"))
@@ -240,6 +249,34 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _history(args: argparse.Namespace) -> int:
+    from engramrag.revise.history import entity_history, known_subjects
+
+    home = Home.at(args.home)
+    entries = entity_history(home, args.entity, args.property)
+    if args.json:
+        print(json.dumps({"entity": args.entity, "property": args.property,
+                          "values": [entry.to_json() for entry in entries]}, indent=2, ensure_ascii=False))
+        return 0 if entries else 1
+    if not entries:
+        suggestions = ", ".join(known_subjects(home, 8))
+        hint = f"; entities with versions: {suggestions}" if suggestions else "; build the vault first"
+        print(f"engram: no dated values of {args.entity!r}{' ' + args.property if args.property else ''}{hint}",
+              file=sys.stderr)
+        return 1
+    shown = None
+    for entry in entries:
+        if entry.property != shown:
+            shown = entry.property
+            names = sorted({e.subject for e in entries if e.property == shown})
+            print(f"\n{' / '.join(names)} — {entry.property}")
+        mark = "*" if entry.current else " "
+        where = f"{entry.doc}:{entry.line}" if entry.line else entry.doc
+        print(f" {mark} {entry.date or 'undated':<10}  {entry.value:<24}  {where}  ({entry.date_source}; {entry.why})")
+        print(f"      “{entry.quote}”")
+    return 0
+
+
 def _status(args: argparse.Namespace) -> int:
     from engramrag.lifecycle.summary import read_status
 
@@ -295,7 +332,7 @@ def _review_list(args: argparse.Namespace) -> int:
         frame = supersession_queue(home, include_decided=args.all)
         columns = ["earlier_key", "later_key", "earlier_title", "later_title", "earlier_decided_on",
                    "later_decided_on", "earlier_path", "later_path", "earlier_line_start", "later_line_start",
-                   "score", "same_day", "reasons", "verdict", "decided_by", "earlier_quote", "later_quote"]
+                   "score", "same_day", "reasons", "verdict", "decided_by", "earlier_quote", "later_quote", "kind"]
     rows = [] if frame.empty else json.loads(frame[columns].head(args.n).to_json(orient="records", force_ascii=False))
     if args.json:
         print(json.dumps({"topic": args.topic, "pending_total": len(frame), "pairs": rows}, indent=2,
@@ -314,6 +351,9 @@ def _review_list(args: argparse.Namespace) -> int:
                   f"{json.dumps(row['right_key'], ensure_ascii=False)}; {'; '.join(row['reasons'])}")
         else:
             state = f"  [{row['verdict']} by {row['decided_by']}]" if row["verdict"] else ""
+            state += {"declared": "  (declared by its author: applied unless you reject it)",
+                      "later_value": "  (a later value: used for current-state questions unless you reject it)",
+                      }.get(row.get("kind") or "", "")  # fmt: skip
             print(f"{number:>3}. {row['earlier_title']} ({row['earlier_decided_on']}, {row['earlier_path']}) "
                   f"->  {row['later_title']} ({row['later_decided_on']}, {row['later_path']})  "
                   f"score {row['score']:.2f}{' SAME DAY' if row['same_day'] else ''}{state}")

@@ -1,4 +1,10 @@
-"""The supersession queue: proposed (earlier, later) decision pairs beside what people decided about them."""
+"""The supersession queue: proposed (earlier, later) pairs beside what people decided about them.
+
+Three kinds (column ``kind``): ``decision`` (a pair of decision records the machine proposes; applied once a person
+accepts it), ``declared`` (an author's own Supersedes / superseded_by / "this replaces [[X]]", already applied,
+listed so a person can reject it) and ``later_value`` (a later note changed a single-valued property's value;
+search uses it on questions about the current state, and a person can accept or reject it).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,35 @@ def supersession_queue(home: Home, include_decided: bool = False) -> pd.DataFram
         frame = catalog.execute(
             "SELECT * FROM supersession_candidates ORDER BY score DESC, earlier_key, later_key"
         ).df()
+        documents = (
+            catalog.execute(
+                """
+                SELECT left_key AS earlier_key, right_key AS later_key, earlier_path, later_path,
+                       CASE WHEN form = 'property' THEN earlier_path || ' (' || subject || ' ' || property || ': '
+                            || earlier_value || ')' ELSE earlier_path END AS earlier_title,
+                       CASE WHEN form = 'property' THEN later_path || ' (' || subject || ' ' || property || ': '
+                            || later_value || ')' ELSE later_path END AS later_title,
+                       earlier_date AS earlier_decided_on, later_date AS later_decided_on, earlier_quote,
+                       later_quote, CASE WHEN form = 'property' THEN 0.6 ELSE 1.0 END AS score,
+                       form <> 'property' AS explicit,
+                       [CASE WHEN form = 'property' THEN 'a later note changed the value' ELSE 'declared in the '
+                        || form END] AS reasons,
+                       CASE WHEN form = 'property' THEN 'later_value' ELSE 'declared' END AS kind
+                FROM document_supersessions ORDER BY score DESC, left_key, right_key
+                """
+            ).df()
+            if has_table(catalog, "document_supersessions")
+            else pd.DataFrame()
+        )
+    if len(frame):
+        declared = frame["declared_in"].notna() if "declared_in" in frame else False
+        frame["kind"] = pd.Series(declared, index=frame.index).map({True: "declared", False: "decision"})
+    columns = list(dict.fromkeys([*frame.columns, *documents.columns]))
+    frame = pd.concat([part for part in (frame, documents) if len(part)] or [frame], ignore_index=True)
+    frame = frame.reindex(columns=columns)
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
+    if frame.empty:
+        return frame
     pairs = list(zip(frame["earlier_key"], frame["later_key"], strict=True))
     frame["verdict"] = [verdicts[p].verdict if p in verdicts else None for p in pairs]
     frame["decided_by"] = [verdicts[p].operator if p in verdicts else None for p in pairs]
