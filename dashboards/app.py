@@ -38,6 +38,7 @@ PAGES: list[PageSpec] = [
     PageSpec("views/costs.py", "Lifecycle costs", ":material/monitoring:"),
     PageSpec("views/merges.py", "Merge queue", ":material/merge:"),
     PageSpec("views/supersessions.py", "Supersession queue", ":material/update:"),
+    PageSpec("views/history.py", "Entity timeline", ":material/timeline:"),
     PageSpec("views/provenance.py", "Provenance explorer", ":material/account_tree:"),
     PageSpec("views/agent_writes.py", "Agent writes", ":material/edit_note:"),
     PageSpec("views/decisions.py", "Decisions", ":material/gavel:"),

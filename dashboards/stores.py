@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +31,7 @@ from engramrag.metrics.lifecycle import (
     read_lifecycle_metrics,
 )
 from engramrag.resolve.queue import merge_queue
+from engramrag.revise.history import HistoryEntry, entity_history, known_subjects
 from engramrag.revise.queue import supersession_queue
 from engramrag.revise.supersession import decision_key
 from engramrag.store import DEFAULT_HOME, Home
@@ -408,3 +409,100 @@ def _mention_graph(root: str, catalog_stamp: tuple[int, int]) -> tuple[pd.DataFr
         object_node=[node_of.get(pair) for pair in zip(statements["doc_id"], statements["object"], strict=True)],
     ).dropna(subset=["subject_node", "object_node"])
     return mentions, relations[["subject_node", "object_node", "relation", "role"]].reset_index(drop=True)
+
+
+# --- The entity timeline page: each property's values over time, and which notes replaced which. ------------
+
+HISTORY_SUBJECTS = 50
+HISTORY_COLUMNS = [field.name for field in fields(HistoryEntry)]
+SUPERSESSION_COLUMNS = [
+    "earlier_path", "later_path", "earlier_date", "later_date", "since", "reason", "form", "decided_by", "subject",
+    "property", "earlier_value", "later_value", "earlier_quote", "later_quote",
+]
+
+
+@dataclass(frozen=True)
+class EntityTimeline:
+    """What the catalog says about one entity's changing properties.
+
+    ``entries``: one row per value (the fields of ``revise.history.HistoryEntry``), by property then date.
+    ``supersessions``: the ``document_supersessions`` rows touching the documents of ``entries`` that are about
+    this entity and its properties (a declared or accepted replacement of a whole note has no subject, and is
+    kept), ordered by the date from which the later note holds."""
+
+    name: str
+    entries: pd.DataFrame
+    supersessions: pd.DataFrame
+
+    @property
+    def names(self) -> list[str]:
+        """How the notes write the entity (its aliases across the chain), in order of first appearance."""
+        return list(dict.fromkeys(self.entries["subject"]))
+
+    @property
+    def properties(self) -> list[str]:
+        """The property names shown, without a qualifier (``status:beta`` is ``status``), in table order."""
+        return list(dict.fromkeys(property_name(prop) for prop in self.entries["property"]))
+
+    def only(self, prop: str | None) -> EntityTimeline:
+        """The same timeline for one property name (``None``: all of them)."""
+        if not prop:
+            return self
+        entries = self.entries[self.entries["property"].map(property_name) == prop]
+        supersessions = self.supersessions[
+            self.supersessions["property"].isna() | (self.supersessions["property"].map(
+                lambda value: property_name(value) if isinstance(value, str) else None) == prop)
+        ]
+        return EntityTimeline(self.name, entries.reset_index(drop=True), supersessions.reset_index(drop=True))
+
+
+def property_name(prop: str) -> str:
+    """A property without its qualifier: ``status:beta`` -> ``status`` (as ``engram history --property`` matches)."""
+    return prop.split(":", 1)[0]
+
+
+def history_subjects(home: Home, limit: int = HISTORY_SUBJECTS) -> list[str] | None:
+    """``revise.history.known_subjects``: entities with more than one value, most first; None when the home has no
+    value timeline at all (nothing built, or a catalog from before ``property_values``)."""
+    return _cached_subjects(str(home.root), _stamp(home.catalog_path), limit)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False)
+def _cached_subjects(root: str, catalog_stamp: tuple[int, int], limit: int) -> list[str] | None:
+    home = Home(Path(root))
+    with catalog_reader(home) as catalog:
+        if catalog is None or not has_table(catalog, "property_values"):
+            return None
+    return known_subjects(home, limit)
+
+
+def entity_timeline(home: Home, name: str) -> EntityTimeline:
+    """``revise.history.entity_history(home, name)`` as a frame, with the supersessions of its documents; cached
+    until the catalog changes, so choosing a property or hovering the chart does not read the catalog again."""
+    return _cached_timeline(str(home.root), _stamp(home.catalog_path), name)
+
+
+@st.cache_data(ttl=CACHE_SECONDS, show_spinner=False, max_entries=64)
+def _cached_timeline(root: str, catalog_stamp: tuple[int, int], name: str) -> EntityTimeline:
+    home = Home(Path(root))
+    entries = pd.DataFrame([entry.to_json() for entry in entity_history(home, name)], columns=HISTORY_COLUMNS)
+    paths = sorted(set(entries["doc"]))
+    supersessions = pd.DataFrame(columns=SUPERSESSION_COLUMNS)
+    if paths:
+        found = catalog_frame(
+            home,
+            f"SELECT {', '.join(SUPERSESSION_COLUMNS)} FROM document_supersessions "
+            "WHERE list_contains(?::VARCHAR[], earlier_path) OR list_contains(?::VARCHAR[], later_path) "
+            "ORDER BY coalesce(since, later_date, ''), property NULLS FIRST, earlier_path, later_path",
+            [paths, paths],
+            needs="document_supersessions",
+        )
+        if not found.empty:
+            subjects = {normalise_label(subject) for subject in entries["subject"]}
+            properties = set(entries["property"])
+            about = [
+                not isinstance(subject, str) or (normalise_label(subject) in subjects and prop in properties)
+                for subject, prop in zip(found["subject"], found["property"], strict=True)
+            ]
+            supersessions = found[about].reset_index(drop=True)
+    return EntityTimeline(name, entries, supersessions)

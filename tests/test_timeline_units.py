@@ -167,13 +167,22 @@ def test_a_learned_note_repeating_an_old_value_never_becomes_current() -> None:
     assert ("learned/billing-owner.md", "meetings/2024-06-10.md") in {(p.earlier.path, p.later.path) for p in replaced}
 
 
-def test_a_key_of_one_value_per_document_is_single_valued_by_the_data() -> None:
+def test_a_key_of_one_value_per_document_is_single_valued_by_the_data_and_updates_are_not_values() -> None:
     notes = [(f"n{i}.md", "Checkout", f"2024-0{i}-01", f"# Checkout\n\nCheckout tier: {t}\n", {})
              for i, t in ((1, "Gold"), (2, "Gold"), (3, "Silver"))]  # fmt: skip
     statements = [_statement(f"n{i}.md", "Checkout tier", t, 3) for i, t in ((1, "Gold"), (2, "Gold"), (3, "Silver"))]
     values, _ = _chains(notes, statements)
-    assert {v.property for v in values} == {"checkout_tier"}
+    assert {(v.subject, v.property) for v in values} == {("checkout", "tier")}  # the known name leads the key
     assert [v.value for v in values if v.current] == ["Silver"]
+    updates = [_statement(f"n{i}.md", "Checkout", f"the team shipped {i} fixes and reviewed the plan", 3)
+               for i in (1, 2, 3)]  # fmt: skip
+    assert _chains(notes, updates)[0] == []  # a sentence after a colon is not a value
+
+
+def test_a_meeting_series_title_is_not_a_subject() -> None:
+    notes = [(f"m{i}.md", "Weekly sync", f"2024-0{i}-01", "# Weekly sync\n\nAttendees: A\n", {}) for i in (1, 2, 3)]
+    statements = [_statement(f"m{i}.md", "Facilitator", name, 3) for i, name in ((1, "Ann"), (2, "Bo"), (3, "Cy"))]
+    assert _chains(notes, statements)[0] == []
 
 
 # --- dates ----------------------------------------------------------------------------------------------------

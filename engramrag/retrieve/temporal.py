@@ -61,7 +61,8 @@ class TemporalReading:
 def read_temporal(question: str) -> TemporalReading:
     """The question's temporal intent, the date it asks about, and the cue that says so."""
     found = _as_of(question)
-    if found is not None:
+    current = CURRENT_CUES_EN.search(question) or any(cue in question for cue in CURRENT_CUES_KO)
+    if found is not None and not (current and not _asks_about_a_time(question, found.cue or "")):
         return found
     english = CURRENT_CUES_EN.search(question)
     if english:
@@ -70,6 +71,20 @@ def read_temporal(question: str) -> TemporalReading:
         if cue in question:
             return TemporalReading("current", cue=cue)
     return TemporalReading("none")
+
+
+TIME_BEFORE = re.compile(r"\b(?:in|on|as of|at|by|back in|during|before|until|since|end of|around)\s*$", re.IGNORECASE)
+TIME_AFTER_KO = ("에", "때", "당시", "기준", "까지", "이전", "전에")
+
+
+def _asks_about_a_time(question: str, cue: str) -> bool:
+    """Whether the date in the question says when ("in March 2024", "2024년 3월에는") rather than being a value
+    the question checks ("Is the deadline still 2024-05-31?" asks about now)."""
+    at = question.find(cue)
+    if at < 0:
+        return True
+    after = question[at + len(cue):].lstrip()
+    return bool(TIME_BEFORE.search(question[:at])) or after.startswith(TIME_AFTER_KO) or "년" in cue
 
 
 def without_current_cues(question: str) -> str:

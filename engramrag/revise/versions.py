@@ -79,6 +79,9 @@ class VersionConfig:
     learned_min_documents: int = field(
         default=3, metadata={"help": "Documents a key must appear in before the data can make it single-valued."}
     )
+    max_value_words: int = field(
+        default=6, metadata={"help": "A longer value is a sentence (an update), not the value of a property."}
+    )
     learned_max_multi_share: float = field(
         default=0.1,
         metadata={"help": "Largest share of (document, subject) pairs holding two values of a learned key."},
@@ -236,46 +239,107 @@ def _observations(
     config: VersionConfig,
     names: _Names,
 ) -> dict[tuple[str, str], list[_Observation]]:
-    learned = _learned_properties(statements, table, config)
-    found: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
+    series = _series_titles(docs)
+    declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
+    candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
     ordered = statements.sort_values(["doc_id", "line_start"], na_position="first")
     for row in ordered.itertuples(index=False):
         if row.role != "assertion" or row.predicate in NOT_PROPERTIES or str(row.doc_id) not in docs:
             continue
-        key = str(row.label or row.predicate)
-        matched = property_of(key, table)
-        if matched is None and row.predicate in learned:
-            matched = (str(row.predicate), "")
-        if matched is None:
-            continue
-        prop, prefix = matched
         doc = docs[str(row.doc_id)]
-        if row.subject != DOCUMENT_KEY:
-            subject = labels.get((str(row.doc_id), str(row.subject)), "")
-        elif prefix and names.known(prefix):
-            subject = prefix  # "Billing service owner": the billing service's owner
-        else:
-            subject = _subject_title(str(doc.title or doc.path))
-            if prefix:
-                prop = f"{prop}:{prefix}"  # "Tech lead" on a project page: the project's tech lead
         value = labels.get((str(row.doc_id), str(row.object)), str(row.object)) if row.object_is_entity else str(
             row.object)
         value = _plain_value(value)
-        if not subject or not value:
+        if not value or len(value.split()) > config.max_value_words:
+            continue  # a sentence after a colon is an update, not the value of a property
+        title = _subject_title(str(doc.title or doc.path))
+        title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
+        key = str(row.label or row.predicate)
+        own = labels.get((str(row.doc_id), str(row.subject)), "") if row.subject != DOCUMENT_KEY else ""
+        matched = property_of(key, table)
+        if matched is not None:
+            prop, prefix = matched
+            if own:
+                subject = own
+            elif prefix and names.known(prefix):
+                subject = prefix  # "Billing service owner": the billing service's owner
+            else:
+                subject = title
+                prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
+            target = declared
+        else:
+            subject, prop = _learned_key(key, own or title, names)
+            target = None
+        if not subject:
             continue
-        line = _line(str(doc.text), row.line_start)
-        date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
-        stated = find_date(line.replace(value, " ")) if prop not in DATE_VALUED else None
-        if stated and (date is None or stated != date):
-            date, source = stated, "statement"
+        observation = _observe(subject, value, doc, row, prop, names)
         subject_key = names.find(subject)
-        # one value per document and subject: the last line that states it
-        found[(subject_key, prop)][str(row.doc_id)] = _Observation(
-            subject, names.find(value), value.strip(), str(row.doc_id), str(doc.path), date,
-            source if isinstance(source, str) else None, _int(row.line_start), _int(row.line_end), line.strip(),
-            bool(doc.agent_authored),
-        )
-    return {key: list(by_doc.values()) for key, by_doc in found.items()}
+        if target is not None:
+            target[(subject_key, prop)][str(row.doc_id)] = observation  # the last line of a document wins
+        else:
+            candidates[(subject_key, prop)][str(row.doc_id)].append(observation)
+    found = {key: list(by_doc.values()) for key, by_doc in declared.items()}
+    for prop in _single_valued_by_data(candidates, config):
+        for (subject_key, name), by_doc in candidates.items():
+            if name == prop and (subject_key, name) not in found:
+                found[(subject_key, name)] = [observed[-1] for observed in by_doc.values()]
+    return found
+
+
+def _learned_key(key: str, subject: str, names: _Names) -> tuple[str, str]:
+    """(subject, property) of a key no declared property ends: a known name at the start of the key is the
+    subject ("Ledger service nightly reconciliation jobs"); a key that is a known name is that thing's status
+    ("Project Atlas: on track"); otherwise the key is a property of ``subject``."""
+    words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip().split(" ")
+    for cut in range(len(words), 0, -1):
+        head = " ".join(words[:cut])
+        if names.known(head):
+            rest = "_".join(words[cut:])
+            return head, rest or "status"
+    return subject, "_".join(words)
+
+
+def _single_valued_by_data(
+    candidates: Mapping[tuple[str, str], Mapping[str, list[_Observation]]], config: VersionConfig
+) -> list[str]:
+    """Properties the data shows are single-valued: stated in enough documents, with more than one value over
+    time, and rarely two values in one document."""
+    if not config.learn_from_data:
+        return []
+    documents: dict[str, set[str]] = defaultdict(set)
+    values: dict[str, set[str]] = defaultdict(set)
+    pairs: dict[str, list[int]] = defaultdict(list)
+    for (_, prop), by_doc in candidates.items():
+        for doc, observed in by_doc.items():
+            documents[prop].add(doc)
+            values[prop].update(o.value_key for o in observed)
+            pairs[prop].append(len({o.value_key for o in observed}))
+    return sorted(
+        prop for prop in documents
+        if len(documents[prop]) >= config.learned_min_documents and len(values[prop]) > 1
+        and sum(count > 1 for count in pairs[prop]) / len(pairs[prop]) <= config.learned_max_multi_share
+    )  # fmt: skip
+
+
+def _observe(subject: str, value: str, doc: object, row: object, prop: str, names: _Names) -> _Observation:
+    line = _line(str(doc.text), row.line_start)
+    date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
+    stated = find_date(line.replace(value, " ")) if prop.split(":", 1)[0] not in DATE_VALUED else None
+    if stated and (date is None or stated != date):
+        date, source = stated, "statement"
+    return _Observation(
+        subject, names.find(value), value.strip(), str(row.doc_id), str(doc.path), date,
+        source if isinstance(source, str) else None, _int(row.line_start), _int(row.line_end), line.strip(),
+        bool(doc.agent_authored),
+    )
+
+
+def _series_titles(docs: Mapping[str, object]) -> set[str]:
+    """Titles (without their dates) that several notes share: a meeting series, not the name of one thing."""
+    counts: dict[str, int] = defaultdict(int)
+    for doc in docs.values():
+        counts[normalise_label(_subject_title(str(doc.title or doc.path)))] += 1
+    return {title for title, count in counts.items() if count > 1}
 
 
 def _chain(
@@ -335,26 +399,6 @@ def _chain(
             for successor in versions[later_number]:
                 replaced.append(ValueSupersession(rows[o.path], rows[successor.path], start[later_number]))
     return sorted(rows.values(), key=lambda r: (r.doc_date or "", r.path)), replaced
-
-
-def _learned_properties(
-    statements: pd.DataFrame, table: Mapping[str, tuple[str, ...]], config: VersionConfig
-) -> set[str]:
-    """Keys the data shows are single-valued: in enough documents, and rarely two values per document."""
-    if not config.learn_from_data or statements.empty:
-        return set()
-    rows = statements[(statements["role"] == "assertion") & (statements["subject"] == DOCUMENT_KEY)]
-    rows = rows[~rows["predicate"].isin(NOT_PROPERTIES)]
-    learned = set()
-    for predicate, group in rows.groupby("predicate"):
-        if property_of(str(group["label"].iloc[0] or predicate), table) is not None:
-            continue
-        per_doc = group.groupby("doc_id")["object"].nunique()
-        if len(per_doc) < config.learned_min_documents or group["object"].nunique() < 2:
-            continue
-        if (per_doc > 1).mean() <= config.learned_max_multi_share:
-            learned.add(str(predicate))
-    return learned
 
 
 def _names(documents: pd.DataFrame, entities: pd.DataFrame, clusters: pd.DataFrame) -> _Names:

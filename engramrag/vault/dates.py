@@ -28,6 +28,14 @@ DATE_FIELD = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 DATE_FIELD_LINES = 20
+_MONTHS = {name: number for number, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec"),
+), start=1) for name in names}  # fmt: skip
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _KOREAN = re.compile(r"(\d{4})\s*년\s*(\d{1,2})\s*월\s*(\d{1,2})\s*일")
 
 
@@ -38,10 +46,17 @@ class DocumentDate:
 
 
 def find_date(text: str) -> str | None:
-    """The first valid calendar date written in ``text`` (dashed, compact yyyymmdd or Korean 년 월 일)."""
-    for pattern in (_DASHED, _KOREAN, _COMPACT):
+    """The first valid calendar date written in ``text`` (dashed, Korean 년 월 일, "4 March 2024",
+    "March 4, 2024", compact yyyymmdd)."""
+    for pattern in (_DASHED, _KOREAN, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _COMPACT):
         for match in pattern.finditer(text):
-            year, month, day = (int(part) for part in match.groups())
+            parts = match.groups()
+            if pattern is _DAY_MONTH_YEAR:
+                year, month, day = int(parts[2]), _MONTHS[parts[1].casefold()], int(parts[0])
+            elif pattern is _MONTH_DAY_YEAR:
+                year, month, day = int(parts[2]), _MONTHS[parts[0].casefold()], int(parts[1])
+            else:
+                year, month, day = (int(part) for part in parts)
             try:
                 return date(year, month, day).isoformat()
             except ValueError:
