@@ -8,6 +8,7 @@ import pyoxigraph as ox
 import pytest
 
 from assets.resources import EngramStores
+from engramrag.extract.rules import RulesExtractor
 from engramrag.lifecycle.plan import plan_changes
 from engramrag.lifecycle.summary import read_status
 from engramrag.ontology.quadstore import QuadStore
@@ -181,7 +182,7 @@ def test_an_extraction_failure_is_recorded_and_retried_next_build(
     # `engram build` and the sensor see the failed document as pending although its file did not change
     config = VaultConfig()
     assert plan_changes(lifecycle.home, vault, config).buckets == []
-    pending = plan_changes(lifecycle.home, vault, config, extractor="rules/1.0.0")
+    pending = plan_changes(lifecycle.home, vault, config, extractor=f"rules/{RulesExtractor.version}")
     assert pending.buckets == [int(lifecycle.bucket(FALCON))]
 
     monkeypatch.setattr(EngramStores, "make_extractor", real)

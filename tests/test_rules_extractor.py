@@ -100,7 +100,7 @@ def note() -> tuple[Document, Extraction]:
 
 def test_rules_extractor_identity():
     assert RulesExtractor.name == "rules"
-    assert RulesExtractor.version == "1.0.0"
+    assert RulesExtractor.version == "1.1.0"
 
 
 def test_spans_are_exact_everywhere(note):

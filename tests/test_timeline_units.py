@@ -12,12 +12,13 @@ import pytest
 
 from engramrag.extract.builder import DOCUMENT_KEY, entity_key
 from engramrag.extract.decision_fields import references
+from engramrag.extract.properties import property_of
 from engramrag.retrieve.replacements import Replacement, Replacements
 from engramrag.retrieve.retriever import _below_successors
 from engramrag.retrieve.temporal import TemporalReading, without_current_cues
 from engramrag.revise.declarations import find_declarations
 from engramrag.revise.references import ReferenceIndex, record_id
-from engramrag.revise.versions import VersionConfig, property_of, version_chains
+from engramrag.revise.versions import VersionConfig, version_chains
 from engramrag.vault.dates import document_date
 from engramrag.vault.git_dates import first_commit_dates
 

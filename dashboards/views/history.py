@@ -145,7 +145,7 @@ def timeline_chart(frame: pd.DataFrame) -> alt.LayerChart:
         ],
     )
     x = alt.X("start:T", title="date", scale=alt.Scale(type="utc", padding=16),
-              axis=alt.Axis(format="%Y-%m-%d", labelAngle=0))
+              axis=alt.Axis(format="%Y-%m-%d", labelAngle=0, labelOverlap="greedy", tickCount=6))
     intervals = base.mark_bar(height=10, cornerRadius=3).encode(
         x=x, x2="end:T",
         opacity=alt.condition("datum.current", alt.value(0.85), alt.value(0.35)),
@@ -154,12 +154,13 @@ def timeline_chart(frame: pd.DataFrame) -> alt.LayerChart:
     current = base.transform_filter("datum.current").mark_point(
         filled=True, size=260, stroke="#111827", strokeWidth=1.5, opacity=1
     ).encode(x=x)
-    labels = base.mark_text(align="left", dx=8, dy=-14, fontSize=12).encode(
-        x=x, text="value:N",
-        fontWeight=alt.condition("datum.current", alt.value("bold"), alt.value("normal")),
+    label = {"align": "left", "dx": 8, "dy": -14, "fontSize": 12}
+    replaced_labels = base.transform_filter("!datum.current").mark_text(**label).encode(x=x, text="value:N")
+    current_labels = base.transform_filter("datum.current").mark_text(fontWeight="bold", **label).encode(
+        x=x, text="value:N"
     )
     height = max(120, ROW_HEIGHT * len(properties))
-    return alt.layer(intervals, replaced, current, labels).properties(height=height)
+    return alt.layer(intervals, replaced, current, replaced_labels, current_labels).properties(height=height)
 
 
 def _chart(timeline: EntityTimeline) -> None:

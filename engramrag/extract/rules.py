@@ -16,6 +16,7 @@ from engramrag.extract.frontmatter import extract_front_matter
 from engramrag.extract.glossary import extract_definitions
 from engramrag.extract.keyvalue import extract_key_values
 from engramrag.extract.mentions import extract_mentions
+from engramrag.extract.property_changes import extract_property_changes
 from engramrag.extract.relations import extract_relations
 from engramrag.extract.structure import extract_headings, extract_links
 from engramrag.extract.tasks import checkbox_lines, extract_tasks
@@ -25,7 +26,7 @@ from engramrag.vault.document import Document
 
 class RulesExtractor:
     name = "rules"
-    version = "1.0.0"
+    version = "1.1.0"
 
     def extract(self, document: Document) -> Extraction:
         views = TextViews.of(document)
@@ -41,5 +42,6 @@ class RulesExtractor:
         extract_mentions(document, builder, views.prose)
         builder.sweep(views.prose)
         extract_relations(document, builder, views.prose)
+        extract_property_changes(document, builder, views.prose)
         extract_cooccurrence(document, builder, views.prose)
         return builder.build(self.name, self.version)

@@ -3,10 +3,13 @@
 English and Korean cues. ``current``: "now", "currently", "still", "these days", "at the moment", "latest",
 지금, 현재, 요즘, 아직, 최근. ``as_of``: an explicit date or period ("as of 2024-03-31", "in March 2024",
 "back in 2023", "2024년 3월에는", "2024-03"), read as the last day of that period. A date wins over a
-current-state cue ("Who owned it in March 2024, and does she still?" asks about March 2024 first).
+current-state cue ("Who owned it in March 2024, and does she still?" asks about March 2024 first), unless the date
+is the value the question checks ("Is the deadline still 2024-05-31?"). A question about what replaced something
+("What replaced ADR-7?", "Who took over billing?", "D-3을 대체한 결정은?") reads as current: it asks for the state
+after the change.
 
-The retriever puts the notes dated up to an as_of date first; the current-state reading is reported, and acts
-only through supersession (a superseded note ranks below its successor in every search).
+The retriever puts the notes dated up to an as_of date first, and places replaced notes below their successors
+(``retrieve.replacements``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ CURRENT_CUES_EN = re.compile(
     r"latest|as it stands|as things stand|at this point|any ?more|any longer|most recent|up to date|going forward)\b",
     re.IGNORECASE,
 )
+# "What replaced ADR-7?", "Who took over billing from MJ?", "D-3을 대체한 결정은?": the question asks for the state
+# after a change, read like a current-state question (the successor above what it replaced).
+REPLACEMENT_CUES_EN = re.compile(
+    r"\b(replaced|replaces|replacement|instead of|took over|takes over|taken over|successor|succeeded|superseded|"
+    r"supersedes|came after|moved to|changed to|switched to)\b",
+    re.IGNORECASE,
+)
+REPLACEMENT_CUES_KO = ("다음으로", "다음에", "대신", "대체", "후임", "이어받", "넘겨받", "바뀌", "바꾼", "변경")
 CURRENT_CUES_KO = ("지금", "현재", "요즘", "아직", "최근", "이제", "오늘날")
 
 ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -68,6 +79,11 @@ def read_temporal(question: str) -> TemporalReading:
     if english:
         return TemporalReading("current", cue=english.group(0))
     for cue in CURRENT_CUES_KO:
+        if cue in question:
+            return TemporalReading("current", cue=cue)
+    if replacement := REPLACEMENT_CUES_EN.search(question):
+        return TemporalReading("current", cue=replacement.group(0))
+    for cue in REPLACEMENT_CUES_KO:
         if cue in question:
             return TemporalReading("current", cue=cue)
     return TemporalReading("none")

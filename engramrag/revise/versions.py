@@ -33,31 +33,17 @@ import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY, entity_key
 from engramrag.extract.decision_fields import WIKI_LINK
+from engramrag.extract.properties import KEY_SEPARATORS, SINGLE_VALUED, property_of
 from engramrag.extract.textutil import normalise_label
 from engramrag.revise.declarations import VALUE_PREFIX
 from engramrag.revise.references import ReferenceIndex
 from engramrag.vault.dates import find_date
 
-SINGLE_VALUED: dict[str, tuple[str, ...]] = {
-    "owner": ("owner", "owned by", "owns", "own", "maintainer", "dri", "responsible", "in charge", "runs", "담당자",
-              "담당", "책임자", "오너", "관리자", "맡"),
-    "lead": ("lead", "leader", "on-call lead", "on call lead", "on-call", "oncall", "리드", "리더", "당번", "팀장"),
-    "price": ("price", "pricing", "cost", "fee", "가격", "요금", "비용", "단가"),
-    "vendor": ("vendor", "provider", "supplier", "벤더", "업체", "공급사", "공급업체"),
-    "status": ("status", "state", "상태"),
-    "deadline": ("deadline", "due", "due date", "launch date", "release date", "마감", "마감일", "기한", "출시일"),
-    "count": ("count", "headcount", "seats", "인원", "인원수", "좌석"),
-    "budget": ("budget", "예산"),
-    "location": ("location", "region", "위치", "리전"),
-    "manager": ("manager", "매니저"),
-}  # fmt: skip
 DATE_VALUED = frozenset({"deadline"})
 NOT_PROPERTIES = frozenset({
     "links_to", "has_section", "dated", "tagged", "mentions", "date", "created", "updated", "title", "aliases",
     "alias", "tags", "type", "kind", "author", "records_decision",
 })  # fmt: skip
-KEY_SEPARATORS = re.compile(r"[\s_\-]+")
-POSSESSIVE = re.compile(r"(?:'s|’s|의)$")
 
 
 @dataclass(frozen=True)
@@ -136,21 +122,6 @@ def value_pair(earlier_path: str, later_path: str, subject_key: str, prop: str) 
     """The decisions store keys (left, right) of "the later note's value of this property replaces the earlier"."""
     suffix = f"#{subject_key}/{prop}"
     return VALUE_PREFIX + earlier_path + suffix, VALUE_PREFIX + later_path + suffix
-
-
-def property_of(key: str, table: Mapping[str, tuple[str, ...]]) -> tuple[str, str] | None:
-    """(property, the key's words before it) when ``key`` ends with a single-valued property's word."""
-    words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip()
-    best: tuple[int, str, str] | None = None
-    for name, aliases in table.items():
-        for alias in aliases:
-            alias_words = KEY_SEPARATORS.sub(" ", normalise_label(alias)).strip()
-            ends = words == alias_words or words.endswith(" " + alias_words) or (
-                _is_hangul(alias_words) and words.endswith(alias_words) and len(words) > len(alias_words)
-            )
-            if ends and (best is None or len(alias_words) > best[0]):
-                best = (len(alias_words), name, POSSESSIVE.sub("", words[: -len(alias_words)].strip()).strip())
-    return (best[1], best[2]) if best else None
 
 
 class _Names:
@@ -263,6 +234,9 @@ def _observations(
                 subject = own
             elif prefix and names.known(prefix):
                 subject = prefix  # "Billing service owner": the billing service's owner
+            elif prefix and (head := _known_head(prefix, names)):
+                subject, rest = head  # "Figma contract owner": Figma's contract owner
+                prop = f"{prop}:{rest}"
             else:
                 subject = title
                 prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
@@ -284,6 +258,16 @@ def _observations(
             if name == prop and (subject_key, name) not in found:
                 found[(subject_key, name)] = [observed[-1] for observed in by_doc.values()]
     return found
+
+
+def _known_head(words: str, names: _Names) -> tuple[str, str] | None:
+    """(a known name the words start with, the words after it), longest name first."""
+    parts = words.split(" ")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = " ".join(parts[:cut])
+        if names.known(head):
+            return head, " ".join(parts[cut:])
+    return None
 
 
 def _learned_key(key: str, subject: str, names: _Names) -> tuple[str, str]:
@@ -463,7 +447,3 @@ def _int(value: object) -> int | None:
         return None if value is None or pd.isna(value) else int(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-
-
-def _is_hangul(text: str) -> bool:
-    return any("\uac00" <= ch <= "\ud7a3" for ch in text)
