@@ -12,6 +12,7 @@ import re
 from engramrag.extract.builder import DOCUMENT_KEY, ExtractionBuilder
 from engramrag.extract.kinds import guess_kind, is_date_key, is_status_key, key_kind, looks_like_person_name
 from engramrag.extract.korean import looks_like_korean_name
+from engramrag.extract.properties import SINGLE_VALUED, property_of
 from engramrag.extract.structure import link_entity
 from engramrag.extract.textutil import continuation_end, iso_date, links_within, snake_case, span_at
 from engramrag.vault.document import Document, Link
@@ -79,8 +80,11 @@ def extract_key_values(
 
 
 def _plain_key_ok(key: str) -> bool:
+    """A plain "Key: value" key has at most three words, or five when it ends with a single-valued property
+    ("Ledger service on-call lead", "기능 플래그 서비스 담당자"), and no word that makes it a sentence."""
     words = key.split()
-    return 1 <= len(words) <= 3 and len(key) >= 2 and not any(w.casefold() in SENTENCE_WORDS for w in words)
+    longest = 5 if property_of(key, SINGLE_VALUED) else 3
+    return 1 <= len(words) <= longest and len(key) >= 2 and not any(w.casefold() in SENTENCE_WORDS for w in words)
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:

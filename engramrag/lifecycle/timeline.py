@@ -84,7 +84,8 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
     declarations = find_declarations(documents)
     version_config = version_config or VersionConfig()
     table = version_config.table()
-    values, replaced = version_chains(documents, statements, entities, clusters, version_config)
+    replaced_notes = [(d.earlier_doc_id, d.later_doc_id) for d in declarations]
+    values, replaced = version_chains(documents, statements, entities, clusters, version_config, replaced_notes)
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
     rows: list[dict] = []

@@ -42,7 +42,7 @@ from engramrag.vault.dates import find_date
 DATE_VALUED = frozenset({"deadline"})
 NOT_PROPERTIES = frozenset({
     "links_to", "has_section", "dated", "tagged", "mentions", "date", "created", "updated", "title", "aliases",
-    "alias", "tags", "type", "kind", "author", "records_decision",
+    "alias", "tags", "tag", "has_tag", "type", "kind", "author", "records_decision", "checkbox", "task",
 })  # fmt: skip
 
 
@@ -164,15 +164,22 @@ def version_chains(
     entities: pd.DataFrame,
     clusters: pd.DataFrame,
     config: VersionConfig | None = None,
+    replaced_notes: Iterable[tuple[str, str]] = (),
 ) -> tuple[list[ValueRow], list[ValueSupersession]]:
     """Every value of a single-valued property (``property_values`` rows) and the supersessions they imply.
 
     ``documents``: doc_id, path, title, doc_date, date_source, agent_authored, text, front_matter (JSON);
     ``statements``: doc_id, subject, predicate, label, object, object_is_entity, role, line_start, line_end;
-    ``entities``: doc_id, entity_key, label, aliases; ``clusters``: entity_key, cluster_key."""
+    ``entities``: doc_id, entity_key, label, aliases; ``clusters``: entity_key, cluster_key. ``replaced_notes``:
+    (earlier, later) doc ids of notes declared replaced: a note that replaces another is about the same thing
+    ("Datadog renewal 2024" replaces "Datadog")."""
     config = config or VersionConfig()
     table = config.table()
     names = _names(documents, entities, clusters)
+    titles = dict(zip(documents["doc_id"].astype(str), documents["title"], strict=True))
+    for earlier, later in replaced_notes:
+        if isinstance(titles.get(earlier), str) and isinstance(titles.get(later), str):
+            names.join([_subject_title(titles[earlier]), _subject_title(titles[later])])
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
     labels = {(str(d), str(k)): str(label) for d, k, label in zip(entities["doc_id"], entities["entity_key"],
                                                                    entities["label"], strict=True)}  # fmt: skip
@@ -221,7 +228,8 @@ def _observations(
         value = labels.get((str(row.doc_id), str(row.object)), str(row.object)) if row.object_is_entity else str(
             row.object)
         value = _plain_value(value)
-        if not value or len(value.split()) > config.max_value_words:
+        words = len(value.split())
+        if not value or words > config.max_value_words or (words >= 3 and value.endswith((".", "!", "다", "음"))):
             continue  # a sentence after a colon is an update, not the value of a property
         title = _subject_title(str(doc.title or doc.path))
         title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
