@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 
 from engramrag.extract.builder import DOCUMENT_KEY, ExtractionBuilder
-from engramrag.extract.kinds import guess_kind, is_date_key, is_status_key, key_kind, looks_like_person_name
+from engramrag.extract.kinds import (
+    FRONT_MATTER_KINDS,
+    guess_kind,
+    is_date_key,
+    is_status_key,
+    key_kind,
+    looks_like_person_name,
+)
 from engramrag.extract.korean import looks_like_korean_name
 from engramrag.extract.properties import SINGLE_VALUED, property_of
 from engramrag.extract.structure import link_entity
@@ -61,7 +68,7 @@ def extract_key_values(
                 continue
             if form is KEY_VALUE_FORMS[2] and not _plain_key_ok(match.group("key")):
                 continue
-            if looks_like_person_name(match.group("key").strip()):
+            if looks_like_person_name(match.group("key").strip()) and not _names_a_thing(match.group("key")):
                 continue  # "정현우: ADR 초안" is an action item naming a person, not a field
             value_start, value_end = _strip(masked, match.start("value"), match.end("value"))
             if value_end <= value_start or masked.startswith("//", value_start):
@@ -77,6 +84,12 @@ def extract_key_values(
             continue  # a person speaking or assigned ("Minji: the partition model is what we need")
         subject = next((key for s, e, key in subjects if s <= match.start() < e), DOCUMENT_KEY)
         _statement(document, builder, subject, match, value_start, value_end)
+
+
+def _names_a_thing(key: str) -> bool:
+    """"Project Delta", "Search Service": a title-case key whose first or last word names a kind of thing."""
+    words = key.strip().casefold().split()
+    return bool(words) and (words[0] in FRONT_MATTER_KINDS or words[-1] in FRONT_MATTER_KINDS)
 
 
 def _plain_key_ok(key: str) -> bool:

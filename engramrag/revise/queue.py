@@ -49,6 +49,13 @@ def supersession_queue(home: Home, include_decided: bool = False) -> pd.DataFram
     columns = list(dict.fromkeys([*frame.columns, *documents.columns]))
     frame = pd.concat([part for part in (frame, documents) if len(part)] or [frame], ignore_index=True)
     frame = frame.reindex(columns=columns)
+    for column in ("same_day", "explicit"):
+        if column in frame:
+            frame[column] = frame[column].astype("boolean").fillna(False).astype(bool)
+    for column in ("shared_subjects", "reasons"):
+        if column in frame:
+            frame[column] = [list(v) if isinstance(v, list | tuple) or hasattr(v, "tolist") else []
+                             for v in frame[column]]
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     if frame.empty:
         return frame

@@ -43,6 +43,7 @@ DATE_VALUED = frozenset({"deadline"})
 NOT_PROPERTIES = frozenset({
     "links_to", "has_section", "dated", "tagged", "mentions", "date", "created", "updated", "title", "aliases",
     "alias", "tags", "tag", "has_tag", "type", "kind", "author", "records_decision", "checkbox", "task",
+    "decided_on", "decided", "has_status",
 })  # fmt: skip
 
 
@@ -261,10 +262,12 @@ def _observations(
         else:
             candidates[(subject_key, prop)][str(row.doc_id)].append(observation)
     found = {key: list(by_doc.values()) for key, by_doc in declared.items()}
-    for prop in _single_valued_by_data(candidates, config):
-        for (subject_key, name), by_doc in candidates.items():
-            if name == prop and (subject_key, name) not in found:
-                found[(subject_key, name)] = [observed[-1] for observed in by_doc.values()]
+    single = set(_single_valued_by_data(candidates, config)) | {name.split(":", 1)[0] for _, name in declared}
+    for (subject_key, name), by_doc in candidates.items():
+        if name.split(":", 1)[0] in single or name in table:
+            held = found.setdefault((subject_key, name), [])
+            stated = {o.doc_id for o in held}
+            held += [observed[-1] for doc, observed in by_doc.items() if doc not in stated]
     return found
 
 
