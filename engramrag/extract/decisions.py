@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from engramrag.extract.base import DecisionRecord
 from engramrag.extract.builder import DOCUMENT_KEY, ExtractionBuilder, entity_key
-from engramrag.extract.decision_fields import FIELD_LINE, Fields, Found, parse_status, scan_fields
+from engramrag.extract.decision_fields import FIELD_LINE, Fields, Found, parse_status, references, scan_fields
 from engramrag.extract.frontmatter import locate_value
 from engramrag.extract.kinds import kind_from_type
 from engramrag.extract.structure import clean_heading, heading_label_span
@@ -162,6 +162,11 @@ def _front_matter_fields(document: Document, fields: Fields) -> None:
         if found is not None:
             start, end = (span.start, span.end) if span else (-1, -1)
             fields.status = Found(found.value, start, end, "status")
+        # MADR: "status: superseded by [ADR-0004](0004-use-x.md)" names the successor in the status itself
+        for kind, reference in references(value, 0, len(value)):
+            target = fields.supersedes if kind == "supersedes" else fields.superseded_by
+            start, end = (span.start, span.end) if span else (-1, -1)
+            target.append(Found(reference.value, start, end, "status"))
     if fields.date is None and front_matter.get("date") is not None:
         value = str(front_matter["date"])
         date = iso_date(value)
@@ -205,8 +210,8 @@ def _record(
             key, "decided_on", fields.date.label, fields.date.value, object_is_entity=False,
             span=_span(document, fields.date), datatype="date",
         )  # fmt: skip
-    for predicate, references in (("supersedes", fields.supersedes), ("superseded_by", fields.superseded_by)):
-        for reference in references:
+    for predicate, written in (("supersedes", fields.supersedes), ("superseded_by", fields.superseded_by)):
+        for reference in written:
             builder.statement(
                 key, predicate, reference.label, reference.value, object_is_entity=False,
                 span=_span(document, reference),
