@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="Ask only the first N questions of each group.")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Folder of the result file.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the generated set.")
+    parser.add_argument("--set-config", nargs="*", default=[], metavar="FIELD=VALUE",
+                        help="Override RetrievalConfig fields in every product configuration.")
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         raise SystemExit("--limit must be at least 1")
@@ -334,7 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     home_dir = set_dir / f"home-{EXTRACTOR}"
     prepared = prepare_home(retrieval_set, home_dir, args.rebuild)
 
-    configs = {"time": retrieval_config_with({}), "no_time": retrieval_config_with({"temporal_reading": False})}
+    configs = {
+        "time": retrieval_config_with(args.set_config),
+        "no_time": retrieval_config_with([*args.set_config, "temporal_reading=false"]),
+    }
     retrievers: dict[str, Any] = {}
     opened: dict[str, float] = {}
     try:

@@ -173,6 +173,17 @@ class RetrievalConfig:
             "ranking ignores time (labels are still given)."
         },
     )
+    current_recency_weight: float = field(
+        default=0.5,
+        metadata={
+            "help": "On a current-state question, the fusion weight of a leg ranking the first "
+            "recency_candidates notes newest first (0: off). 0.5 took the temporal set's stale-above-fresh rate "
+            "from 20% to 10% and left chat and team within a question; 1.0 cost chat a point of R@5."
+        },
+    )
+    recency_candidates: int = field(
+        default=20, metadata={"help": "How many of the first-ranked notes the recency leg may reorder."}
+    )
     context_chars: int = field(default=6000, metadata={"help": "Character budget of the assembled context."})
     fact_share: float = field(
         default=0.2, metadata={"help": "Share of the context reserved for edges touching the top entities."}

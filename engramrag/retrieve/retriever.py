@@ -145,6 +145,8 @@ class Retriever:
         asked = without_current_cues(query) if temporal and reading.intent == "current" else query
         ranked = self._rank(asked, mode, ablation, timings)
         order = self._dated_up_to(ranked.order, reading) if temporal else ranked.order
+        if temporal and reading.intent == "current" and self.config.current_recency_weight > 0:
+            order = self._newest_favoured(order)
         if self.replacements:
             successors = self.replacements.successors(reading, set(ranked.query_terms), temporal)
             order = _below_successors(order, successors)
@@ -188,6 +190,19 @@ class Retriever:
             return order
         later = {doc for doc, _ in order if (self.valid_from.get(doc) or {}).get("date", "") > reading.as_of}
         return [item for item in order if item[0] not in later] + [item for item in order if item[0] in later]
+
+    def _newest_favoured(self, order: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """The first notes re-fused with a leg that ranks them newest first: of two notes that match alike,
+        the later one more likely holds the current state."""
+        head, rest = order[: self.config.recency_candidates], order[self.config.recency_candidates :]
+        by_rank = {doc: 1.0 / (rank + 1) for rank, (doc, _) in enumerate(head)}
+        dated = {doc: (self.valid_from.get(doc) or {}).get("date", "") for doc, _ in head}
+        newest = {doc: 1.0 / (rank + 1) for rank, doc in enumerate(sorted(dated, key=lambda d: dated[d], reverse=True))
+                  if dated[doc]}  # fmt: skip
+        fused = fuse({"order": by_rank, "recency": newest},
+                     {"order": 1.0, "recency": self.config.current_recency_weight}, self.config.fusion_k)  # fmt: skip
+        score = dict(head)
+        return [(doc, score[doc]) for doc in sorted(score, key=lambda d: (-fused.get(d, 0.0), d))] + rest
 
     def _coverage(self, query_terms: list[str], docs: list[str]) -> float:
         """The share of the question's IDF mass that the top documents contain together: the evidence behind
