@@ -17,6 +17,7 @@ later note changed; ``lifecycle.timeline``). A replaced note is never dropped: i
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +55,13 @@ class Replacements:
     def __bool__(self) -> bool:
         return bool(self.by_doc)
 
-    def successors(self, reading: TemporalReading, query_terms: set[str], temporal: bool) -> dict[str, set[str]]:
-        """Per replaced note, the notes it goes below for this question."""
+    def successors(
+        self, reading: TemporalReading, query_terms: set[str], temporal: bool, ranked: Iterable[str]
+    ) -> dict[str, set[str]]:
+        """Per replaced note among ``ranked``, the notes it goes below for this question."""
         found: dict[str, set[str]] = defaultdict(set)
-        for doc, replacements in self.by_doc.items():
-            for item in replacements:
+        for doc in ranked:
+            for item in self.by_doc.get(doc, ()):
                 if item.moves and self._applies(item, reading, query_terms, temporal):
                     found[doc].add(item.by_doc)
         return dict(found)

@@ -148,7 +148,9 @@ class Retriever:
         if temporal and reading.intent == "current" and self.config.current_recency_weight > 0:
             order = self._newest_favoured(order)
         if self.replacements:
-            successors = self.replacements.successors(reading, set(ranked.query_terms), temporal)
+            successors = self.replacements.successors(
+                reading, set(ranked.query_terms), temporal, [doc for doc, _ in order]
+            )
             order = _below_successors(order, successors)
         top = order[:k]
         covered = self._coverage(ranked.query_terms, [doc for doc, _ in top])
