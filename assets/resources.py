@@ -1,5 +1,6 @@
 """Resources: where the vault and the home are, and how documents are read and extracted."""
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +11,7 @@ from engramrag.embed.base import Embedder
 from engramrag.embed.registry import make_embedder
 from engramrag.extract.base import Extractor
 from engramrag.extract.registry import make_extractor
+from engramrag.revise.versions import VersionConfig
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
@@ -24,6 +26,11 @@ class EngramStores(dg.ConfigurableResource):
     extractor: str = Field(default="rules", description="Extractor backend: rules (offline default).")
     embedder: str = Field(default="hash", description="Embedder backend: hash (offline default) or openai.")
     max_file_bytes: int = Field(default=2_000_000, description="Files larger than this are rejected.")
+    single_valued: str = Field(
+        default="",
+        description="More single-valued properties for version chains, 'name=word|word' separated by ';' "
+        "('sla=sla|응답 시간;tier=tier|등급'); the declared table is in engramrag/extract/properties.py.",
+    )
 
     def home_dir(self) -> Home:
         return Home.at(self.home)
@@ -40,11 +47,17 @@ class EngramStores(dg.ConfigurableResource):
     def make_embedder(self) -> Embedder:
         return make_embedder(self.embedder)
 
+    def version_config(self) -> VersionConfig:
+        extra = tuple(entry.strip() for entry in self.single_valued.split(";") if entry.strip())
+        return VersionConfig(extra_properties=extra)
+
 
 def stores_from_env() -> EngramStores:
+    optional = {"single_valued": dg.EnvVar("ENGRAM_SINGLE_VALUED")} if os.environ.get("ENGRAM_SINGLE_VALUED") else {}
     return EngramStores(
         home=dg.EnvVar("ENGRAM_HOME"),
         vault=dg.EnvVar("ENGRAM_VAULT"),
         extractor=dg.EnvVar("ENGRAM_EXTRACTOR"),
         embedder=dg.EnvVar("ENGRAM_EMBEDDER"),
+        **optional,
     )

@@ -56,7 +56,7 @@ def accepted_supersessions(engram: EngramStores) -> dg.MaterializeResult:
     "the later notes. A person's rejection wins. Search reads both to label and rank.",
 )
 def document_timeline(engram: EngramStores) -> dg.MaterializeResult:
-    summary = refresh_timeline(engram.home_dir(), engram.vault_config())
+    summary = refresh_timeline(engram.home_dir(), engram.vault_config(), engram.version_config())
     return dg.MaterializeResult(
         metadata={
             "declared": summary.declared,

@@ -265,3 +265,12 @@ def test_current_cues_leave_the_ranking_query() -> None:
 
 def test_entity_keys_of_a_title_and_an_alias_differ_until_joined() -> None:
     assert entity_key("Billing service") != entity_key("결제 서비스")
+
+
+def test_users_extend_the_single_valued_table_through_the_build_resource() -> None:
+    from assets.resources import EngramStores
+
+    stores = EngramStores(home="/tmp/h", vault="/tmp/v", single_valued="sla=sla|응답 시간; tier=tier|등급")
+    table = stores.version_config().table()
+    assert table["sla"] == ("sla", "응답 시간") and table["tier"] == ("tier", "등급")
+    assert property_of("결제 응답 시간", table) == ("sla", "결제")
