@@ -17,7 +17,9 @@ read 0 (``metrics.lifecycle``).
 Version 5 (issue 15, time) added ``documents.doc_date``/``date_source`` (the document's date and where it came
 from, ``engramrag.vault.dates``), ``supersessions.reason``/``decided_by`` (``declared`` by the author of the
 record that states it, or ``accepted`` by the person who reviewed it), and the tables ``document_supersessions``
-and ``property_values``. Readers of an older catalog find the dates NULL and the reason missing.
+and ``property_values``; ``supersession_candidates`` (gaining ``declared_in``) and ``supersession_quads``, created
+before by ``lifecycle.revision``, are defined here too. Readers of an older catalog find the dates NULL and the
+reason missing.
 """
 
 SCHEMA_VERSION = 5
@@ -205,6 +207,21 @@ CREATE TABLE IF NOT EXISTS document_supersessions (
     right_key VARCHAR NOT NULL
 );
 
+-- Revision: the machine's supersession proposals (earlier, later), recomputed whole by
+-- ``lifecycle.revision.refresh_supersession_candidates``; ``declared_in`` names the record whose own field states
+-- the pair (an author's declaration, applied without review).
+CREATE TABLE IF NOT EXISTS supersession_candidates (
+    earlier_key VARCHAR, later_key VARCHAR, earlier_path VARCHAR, later_path VARCHAR,
+    earlier_title VARCHAR, later_title VARCHAR, earlier_decided_on VARCHAR, later_decided_on VARCHAR,
+    earlier_status VARCHAR, later_status VARCHAR, earlier_line_start INTEGER, earlier_line_end INTEGER,
+    later_line_start INTEGER, later_line_end INTEGER, earlier_quote VARCHAR, later_quote VARCHAR,
+    score DOUBLE, same_day BOOLEAN, explicit BOOLEAN, title_similarity DOUBLE,
+    subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[], declared_in VARCHAR
+);
+
+-- The quads ``lifecycle.revision.apply_supersessions`` wrote at the last build, removed before the next ones.
+CREATE TABLE IF NOT EXISTS supersession_quads (nquad VARCHAR NOT NULL);
+
 -- The quads ``lifecycle.timeline`` wrote at the last build, removed before it writes the next ones.
 CREATE TABLE IF NOT EXISTS timeline_quads (nquad VARCHAR NOT NULL);
 
@@ -278,6 +295,7 @@ ALTER TABLE documents ADD COLUMN IF NOT EXISTS doc_date VARCHAR;
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS date_source VARCHAR;
 ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS reason VARCHAR;
 ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS decided_by VARCHAR;
+ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS declared_in VARCHAR;
 """
 
 # Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has

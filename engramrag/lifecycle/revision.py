@@ -55,7 +55,7 @@ class AppliedSummary:
 def refresh_supersession_candidates(
     home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None = None
 ) -> tuple[ProposalSummary, list[SupersessionProposal]]:
-    """Recompute the proposals into ``supersession_candidates``."""
+    """Recompute the proposals into ``supersession_candidates`` (defined in ``catalog/schema.py``)."""
     proposals, decisions = _proposals(home, config, supersession_config)
     frame = proposals_frame(proposals)
     rows = frame[PROPOSAL_COLUMNS] if len(frame) else pd.DataFrame(columns=PROPOSAL_COLUMNS)
@@ -64,21 +64,12 @@ def refresh_supersession_candidates(
     ) if len(rows) else rows
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
-        catalog.execute(
-            """
-            CREATE OR REPLACE TABLE supersession_candidates (
-                earlier_key VARCHAR, later_key VARCHAR, earlier_path VARCHAR, later_path VARCHAR,
-                earlier_title VARCHAR, later_title VARCHAR, earlier_decided_on VARCHAR, later_decided_on VARCHAR,
-                earlier_status VARCHAR, later_status VARCHAR, earlier_line_start INTEGER, earlier_line_end INTEGER,
-                later_line_start INTEGER, later_line_end INTEGER, earlier_quote VARCHAR, later_quote VARCHAR,
-                score DOUBLE, same_day BOOLEAN, explicit BOOLEAN, title_similarity DOUBLE,
-                subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[], declared_in VARCHAR
-            )
-            """
-        )
+        catalog.execute("DELETE FROM supersession_candidates")
         if len(rows):
             catalog.register("proposal_rows", rows)
-            catalog.execute("INSERT INTO supersession_candidates SELECT * FROM proposal_rows")
+            catalog.execute(
+                f"INSERT INTO supersession_candidates ({', '.join(PROPOSAL_COLUMNS)}) SELECT * FROM proposal_rows"
+            )
             catalog.unregister("proposal_rows")
         catalog.execute("COMMIT")
     summary = ProposalSummary(decisions, len(proposals), sum(p.same_day for p in proposals))
@@ -123,7 +114,6 @@ def apply_supersessions(
                  "earlier_date", "later_date", "reason", "decided_by"],
     ).drop_duplicates(["earlier_key", "later_key"])
     with catalog_writer(home, config.bucket_count) as catalog:
-        catalog.execute("CREATE TABLE IF NOT EXISTS supersession_quads (nquad VARCHAR NOT NULL)")
         previous = [row[0] for row in catalog.execute("SELECT nquad FROM supersession_quads").fetchall()]
         removed = parse_nquads(previous)
         with QuadStore.opened(home.quads_path) as store:
