@@ -247,7 +247,12 @@ def question_row(question: Any, ranked: Sequence[str], k: int) -> dict[str, Any]
 def ask_product(retriever: Any, config: Config, question: Any, k: int) -> tuple[dict[str, Any], list[str]]:
     started = time.perf_counter()
     answer = retriever.search(question.question, mode=config.mode, k=k, ablation=config.ablation)
-    elapsed_ms = 1000 * (time.perf_counter() - started)
+    row, _ = answer_row(question, answer, 1000 * (time.perf_counter() - started), k)
+    return row, [_NUMBER.sub("N", str(w)) for w in getattr(answer, "warnings", None) or []]
+
+
+def answer_row(question: Any, answer: Any, elapsed_ms: float, k: int) -> tuple[dict[str, Any], list[str]]:
+    """The row of one product answer (recall, rank, confidence, latency) and its ranked documents."""
     ranked = distinct_ranked(result_doc(hit) for hit in answer.results)
     row = question_row(question, ranked, k)
     confidence = getattr(answer, "confidence", None)
@@ -259,7 +264,7 @@ def ask_product(retriever: Any, config: Config, question: Any, k: int) -> tuple[
         "no_relevant_memory": None if flagged is None else bool(flagged),
         "ms": round(elapsed_ms, 3),
     })
-    return row, [_NUMBER.sub("N", str(w)) for w in getattr(answer, "warnings", None) or []]
+    return row, ranked
 
 
 def ask_peer(notes: NotesBM25, question: Any, k: int) -> dict[str, Any]:

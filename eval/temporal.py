@@ -197,21 +197,12 @@ def ask_product(retriever: Any, mode: str, question: Any, k: int = TOP_K) -> dic
     """One search, as ``eval.retrieval_benchmark`` rows it, with the temporal metrics and what the product
     said about time: its reading of the question and the top hits' dates and supersessions."""
     from eval.musique import result_doc
-    from eval.retrieval_benchmark import question_row
+    from eval.retrieval_benchmark import answer_row
 
     started = time.perf_counter()
     answer = retriever.search(question.question, mode=mode, k=k)
-    elapsed_ms = 1000 * (time.perf_counter() - started)
-    ranked = distinct_ranked(result_doc(hit) for hit in answer.results)
-    row = question_row(question, ranked, k)
-    confidence = getattr(answer, "confidence", None)
-    flagged = getattr(answer, "no_relevant_memory", None)
+    row, ranked = answer_row(question, answer, 1000 * (time.perf_counter() - started), k)
     row.update({
-        "results": len(answer.results),
-        "top_score": float(answer.results[0].score) if answer.results else None,
-        "confidence": None if confidence is None else float(confidence),
-        "no_relevant_memory": None if flagged is None else bool(flagged),
-        "ms": round(elapsed_ms, 3),
         "temporal": dict(getattr(answer, "temporal", None) or {}),
         "top_hits": [{"doc": result_doc(hit), "valid_from": getattr(hit, "valid_from", None),
                       "superseded_by": len(getattr(hit, "superseded_by", None) or [])}
