@@ -16,7 +16,7 @@ import pandas as pd
 from engramrag.catalog.connection import catalog_writer, has_column
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.ontology.quadstore import QuadStore, parse_nquads
-from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES
+from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES, declared_by
 from engramrag.revise.supersession import (
     SupersessionConfig,
     SupersessionProposal,
@@ -100,7 +100,7 @@ def apply_supersessions(
     for pair, proposal in by_pair.items():
         if proposal.declared_in is None or pair in verdicts:
             continue  # inferred, or a person decided it (accepted above, or rejected: the rejection wins)
-        author = authors.get(proposal.declared_in) or f"author of {proposal.declared_in}"
+        author = declared_by(proposal.declared_in, authors.get(proposal.declared_in))
         applied.append((proposal, "declared", author))
         quads += supersedes_quads([proposal], author, None, verdict="declared")
     quads = list(dict.fromkeys(quads))

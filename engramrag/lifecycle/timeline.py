@@ -41,7 +41,7 @@ from engramrag.ontology.graphs import (
 )
 from engramrag.ontology.quadstore import QuadStore, parse_nquads
 from engramrag.ontology.vocab import ENGRAM, PROV, agent_iri, analysis_graph_iri, document_iri, extractor_iri
-from engramrag.revise.declarations import Declaration, document_pair, find_declarations
+from engramrag.revise.declarations import Declaration, declared_by, document_pair, find_declarations
 from engramrag.revise.versions import ValueRow, ValueSupersession, VersionConfig, version_chains
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -88,6 +88,8 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
     values, replaced = version_chains(documents, statements, entities, clusters, version_config, replaced_notes)
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
+    authors = {path: declared_by(path, author) for path, author in zip(documents["path"], documents["author"],
+                                                                          strict=True)}  # fmt: skip
     rows: list[dict] = []
     quads: list[ox.Quad] = []
     rejected = 0
@@ -97,8 +99,9 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
         if verdict is not None and verdict.verdict == "reject":
             rejected += 1
             continue
-        rows.append(_declared_row(declaration, docs, keys, verdict))
-        quads += _declared_quads(declaration, docs, verdict)
+        author = authors[declaration.declared_in]
+        rows.append(_declared_row(declaration, docs, keys, verdict, author))
+        quads += _declared_quads(declaration, docs, verdict, author)
     for pair in replaced:
         verdict = verdicts.get(pair.keys)
         if verdict is not None and verdict.verdict == "reject":
@@ -151,11 +154,9 @@ def _read(home: Home, config: VaultConfig) -> tuple[pd.DataFrame, pd.DataFrame, 
     return documents, statements, entities, clusters
 
 
-def _declared_row(declaration: Declaration, docs: pd.DataFrame, keys: tuple[str, str], verdict: Verdict | None
-                  ) -> dict:  # fmt: skip
+def _declared_row(declaration: Declaration, docs: pd.DataFrame, keys: tuple[str, str], verdict: Verdict | None,
+                  author: str) -> dict:  # fmt: skip
     earlier, later = docs.loc[declaration.earlier_doc_id], docs.loc[declaration.later_doc_id]
-    declaring = docs.loc[docs["path"] == declaration.declared_in].iloc[0]
-    author = _author(declaring)
     return {
         "earlier_doc_id": declaration.earlier_doc_id, "later_doc_id": declaration.later_doc_id,
         "earlier_path": earlier["path"], "later_path": later["path"], "earlier_date": _text(earlier["doc_date"]),
@@ -185,8 +186,8 @@ def _value_row(pair: ValueSupersession, verdict: Verdict | None, table: dict[str
     }  # fmt: skip
 
 
-def _declared_quads(declaration: Declaration, docs: pd.DataFrame, verdict: Verdict | None) -> list[ox.Quad]:
-    declaring = docs.loc[docs["path"] == declaration.declared_in].iloc[0]
+def _declared_quads(declaration: Declaration, docs: pd.DataFrame, verdict: Verdict | None, author: str
+                    ) -> list[ox.Quad]:  # fmt: skip
     graph = ox.NamedNode(str(document_iri(declaration.declared_in)))
     later = ox.NamedNode(str(document_iri(docs.at[declaration.later_doc_id, "path"])))
     earlier = ox.NamedNode(str(document_iri(docs.at[declaration.earlier_doc_id, "path"])))
@@ -194,7 +195,6 @@ def _declared_quads(declaration: Declaration, docs: pd.DataFrame, verdict: Verdi
         str(document_iri(declaration.declared_in))
         + "#statement-supersedes-" + short_hash(declaration.earlier_doc_id, declaration.later_doc_id)
     )
-    author = _author(declaring)
     person = ox.NamedNode(str(agent_iri(author)))
     triples = [
         *_statement(node, later, earlier, graph),
@@ -247,11 +247,6 @@ def _statement(node: ox.NamedNode, later: ox.NamedNode, earlier: ox.NamedNode, g
 
 def _value_dict(row: ValueRow) -> dict:
     return {column: getattr(row, column) for column in VALUE_COLUMNS}
-
-
-def _author(document: pd.Series) -> str:
-    author = document.get("author")
-    return str(author) if isinstance(author, str) and author else f"author of {document['path']}"
 
 
 def _text(value: object) -> str | None:

@@ -43,6 +43,11 @@ class Declaration:
     line: int | None
 
 
+def declared_by(path: str, author: object) -> str:
+    """Who a declaration is attributed to: the note's author, or, when the note names none, "author of PATH"."""
+    return str(author) if isinstance(author, str) and author else f"author of {path}"
+
+
 def document_pair(earlier_path: str, later_path: str) -> tuple[str, str]:
     """The decisions store keys (left, right) of "the later note replaces the earlier one"."""
     return DOCUMENT_PREFIX + earlier_path, DOCUMENT_PREFIX + later_path
