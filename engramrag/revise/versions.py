@@ -285,13 +285,12 @@ def _learned_key(key: str, subject: str, names: _Names) -> tuple[str, str]:
     """(subject, property) of a key no declared property ends: a known name at the start of the key is the
     subject ("Ledger service nightly reconciliation jobs"); a key that is a known name is that thing's status
     ("Project Atlas: on track"); otherwise the key is a property of ``subject``."""
-    words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip().split(" ")
-    for cut in range(len(words), 0, -1):
-        head = " ".join(words[:cut])
-        if names.known(head):
-            rest = "_".join(words[cut:])
-            return head, rest or "status"
-    return subject, "_".join(words)
+    words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip()
+    if names.known(words):
+        return words, "status"
+    if found := _known_head(words, names):
+        return found[0], found[1].replace(" ", "_")
+    return subject, words.replace(" ", "_")
 
 
 def _single_valued_by_data(
