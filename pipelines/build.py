@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ class BuildOutcome:
     buckets: list[int]
     checks: dict[str, bool]
     errors: list[str]
+    asset_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> what it recorded
 
 
 def run_build(
@@ -94,7 +95,19 @@ def run_build(
         for event in result.all_events
         if event.event_type_value == "STEP_FAILURE" and event.event_specific_data.error
     ]
-    return BuildOutcome(result.run_id, result.success, buckets, checks, errors)
+    return BuildOutcome(result.run_id, result.success, buckets, checks, errors, _asset_metadata(result.all_events))
+
+
+def _asset_metadata(events) -> dict[str, dict[str, Any]]:
+    """Per asset the run materialised, the metadata it recorded (plain values; the last partition's wins)."""
+    recorded: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            materialization = event.event_specific_data.materialization
+            recorded[materialization.asset_key.to_user_string()] = {
+                key: getattr(value, "value", value) for key, value in materialization.metadata.items()
+            }
+    return recorded
 
 
 def describe_build(documents: int, last: dict[str, Any] | None) -> str:

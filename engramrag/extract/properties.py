@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 from engramrag.extract.textutil import normalise_label
 
@@ -31,17 +32,31 @@ SINGLE_VALUED: dict[str, tuple[str, ...]] = {
 
 def property_of(key: str, table: Mapping[str, tuple[str, ...]]) -> tuple[str, str] | None:
     """(property, the key's words before it) when ``key`` ends with a single-valued property's word."""
+    return _property_of(key, tuple((name, tuple(aliases)) for name, aliases in table.items()))
+
+
+@lru_cache(maxsize=65536)
+def _property_of(key: str, table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[str, str] | None:
     words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip()
     best: tuple[int, str, str] | None = None
-    for name, aliases in table.items():
+    for alias_words, name, hangul in _alias_forms(table):
+        ends = words == alias_words or words.endswith(" " + alias_words) or (
+            hangul and words.endswith(alias_words) and len(words) > len(alias_words)
+        )
+        if ends and (best is None or len(alias_words) > best[0]):
+            best = (len(alias_words), name, POSSESSIVE.sub("", words[: -len(alias_words)].strip()).strip())
+    return (best[1], best[2]) if best else None
+
+
+@lru_cache(maxsize=64)
+def _alias_forms(table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[tuple[str, str, bool], ...]:
+    """Each alias of the table in the form keys are compared in, once per table."""
+    forms = []
+    for name, aliases in table:
         for alias in aliases:
             alias_words = KEY_SEPARATORS.sub(" ", normalise_label(alias)).strip()
-            ends = words == alias_words or words.endswith(" " + alias_words) or (
-                _is_hangul(alias_words) and words.endswith(alias_words) and len(words) > len(alias_words)
-            )
-            if ends and (best is None or len(alias_words) > best[0]):
-                best = (len(alias_words), name, POSSESSIVE.sub("", words[: -len(alias_words)].strip()).strip())
-    return (best[1], best[2]) if best else None
+            forms.append((alias_words, name, _is_hangul(alias_words)))
+    return tuple(forms)
 
 
 def _is_hangul(text: str) -> bool:

@@ -117,7 +117,7 @@ def apply_supersessions(
         previous = [row[0] for row in catalog.execute("SELECT nquad FROM supersession_quads").fetchall()]
         removed = parse_nquads(previous)
         with QuadStore.opened(home.quads_path) as store:
-            store.swap_quads(removed, quads)
+            quads = store.swap_quads(removed, quads)
         catalog.execute("BEGIN")
         catalog.execute("DELETE FROM supersessions")
         if len(rows):

@@ -116,7 +116,7 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
         previous = [row[0] for row in catalog.execute("SELECT nquad FROM timeline_quads").fetchall()]
         removed = parse_nquads(previous)
         with QuadStore.opened(home.quads_path) as store:
-            store.swap_quads(removed, quads)
+            quads = store.swap_quads(removed, quads)
         catalog.execute("BEGIN")
         for table, incoming in (("document_supersessions", frame), ("property_values", value_frame)):
             catalog.execute(f"DELETE FROM {table}")

@@ -77,11 +77,18 @@ class QuadStore:
         if fresh:
             self._store.bulk_extend(fresh)
 
-    def swap_quads(self, remove: Iterable[ox.Quad], add: Iterable[ox.Quad]) -> None:
-        """Remove some quads and add others in one transaction (quads absent or present already are fine).
-        For machine additions that live beside a document's extraction, such as accepted supersessions."""
+    def swap_quads(self, remove: Iterable[ox.Quad], add: Iterable[ox.Quad]) -> list[ox.Quad]:
+        """Replace the quads a step added last time (``remove``) by the ones it adds now, in one transaction, and
+        return the quads that are now the step's own: those of ``add`` that were not in the store already.
+
+        For machine additions that live beside a document's extraction, such as accepted supersessions. A quad
+        the extraction (or another step) holds too, an author's label say, is left alone and not returned, so
+        that the step removing its own quads later never deletes someone else's."""
+        previous, wanted = list(dict.fromkeys(remove)), list(dict.fromkeys(add))
+        owned, kept = set(previous), set(wanted)
+        mine = [quad for quad in wanted if quad in owned or quad not in self._store]
         parts = []
-        for keyword, quads in (("DELETE DATA", list(remove)), ("INSERT DATA", list(add))):
+        for keyword, quads in (("DELETE DATA", [q for q in previous if q not in kept]), ("INSERT DATA", mine)):
             if quads:
                 body = "\n".join(
                     f"GRAPH {quad.graph_name} {{ {quad.subject} {quad.predicate} {quad.object} }}" for quad in quads
@@ -89,6 +96,7 @@ class QuadStore:
                 parts.append(f"{keyword} {{\n{body}\n}}")
         if parts:
             self._store.update(" ;\n".join(parts))
+        return mine
 
     def count_document(self, relative_path: str) -> int:
         return sum(self.count_graph(graph) for graph in document_graphs(relative_path))
@@ -116,6 +124,10 @@ class QuadStore:
         quads = list(self._document_quads(relative_path)) if relative_path else list(self._all_document_quads())
         ox.serialize(quads, str(output), EXPORT_FORMATS[fmt])
         return len(quads)
+
+    def quads(self) -> Iterable[ox.Quad]:
+        """Every quad of the named graphs, graph by graph in graph order."""
+        return self._all_document_quads()
 
     def _document_quads(self, relative_path: str) -> Iterable[ox.Quad]:
         for graph in document_graphs(relative_path):
