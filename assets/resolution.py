@@ -6,7 +6,7 @@ either asset: it is compared as Concept, logged as a warning and listed in the m
 
 import dagster as dg
 
-from assets.resources import STORE_POOL, EngramStores
+from assets.resources import STORE_POOL, EngramStores, unless_fresh
 from assets.retrieval import document_embeddings
 from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
 from engramrag.resolve.judge import make_judge
@@ -23,10 +23,15 @@ from engramrag.resolve.judge import make_judge
 )
 def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     judge = make_judge()  # None unless ENGRAM_LLM_JUDGE=1 (with ENGRAM_LLM_BASE_URL / _MODEL / _API_KEY)
-    summary = refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder(), judge=judge)
+    refresh = unless_fresh(
+        context, engram, "resolution_candidates",
+        lambda: refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder(), judge=judge),
+    )  # fmt: skip
+    if (summary := refresh.result) is None:
+        return dg.MaterializeResult(metadata=refresh.metadata())
     _warn_unknown_kinds(context, summary.unknown_kinds)
     return dg.MaterializeResult(
-        metadata={
+        metadata=refresh.metadata() | {
             "keys": summary.keys,
             "candidates": summary.candidates,
             "vetoed": summary.vetoed,
@@ -47,10 +52,14 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
     "retrieval index joins mentions by these clusters.",
 )
 def resolution_overlay(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
-    summary, _ = refresh_overlay(engram.home_dir(), engram.vault_config())
+    refresh = unless_fresh(
+        context, engram, "resolution_overlay", lambda: refresh_overlay(engram.home_dir(), engram.vault_config())[0]
+    )
+    if (summary := refresh.result) is None:
+        return dg.MaterializeResult(metadata=refresh.metadata())
     _warn_unknown_kinds(context, summary.unknown_kinds)
     return dg.MaterializeResult(
-        metadata={
+        metadata=refresh.metadata() | {
             "keys": summary.keys,
             "clusters": summary.clusters,
             "merged_keys": summary.merged_keys,

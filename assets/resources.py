@@ -1,7 +1,9 @@
 """Resources: where the vault and the home are, and how documents are read and extracted."""
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import dagster as dg
 from pydantic import Field
@@ -11,11 +13,16 @@ from engramrag.embed.base import Embedder
 from engramrag.embed.registry import make_embedder
 from engramrag.extract.base import Extractor
 from engramrag.extract.registry import make_extractor
+from engramrag.lifecycle.freshness import Refresh, refresh_unless_fresh
+from engramrag.resolve.candidate_config import CandidateConfig
+from engramrag.resolve.judge import JudgeConfig
+from engramrag.revise.supersession import SupersessionConfig
 from engramrag.revise.versions import VersionConfig
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
 STORE_POOL = "engram_stores"
+T = TypeVar("T")
 
 
 class EngramStores(dg.ConfigurableResource):
@@ -50,6 +57,32 @@ class EngramStores(dg.ConfigurableResource):
     def version_config(self) -> VersionConfig:
         extra = tuple(entry.strip() for entry in self.single_valued.split(";") if entry.strip())
         return VersionConfig(extra_properties=extra)
+
+    def step_settings(self) -> dict[str, str]:
+        """Per global step, the settings its outputs depend on (``lifecycle.freshness``: changed settings, the
+        step runs again)."""
+        judge = JudgeConfig.from_env()
+        candidates = repr(CandidateConfig())
+        proposals = repr(SupersessionConfig())
+        return {
+            "resolution_candidates": f"{candidates}|{self.make_embedder().name}|"
+            f"{judge.enabled}|{judge.base_url}|{judge.model}",
+            "resolution_overlay": candidates,
+            "supersession_candidates": proposals,
+            "accepted_supersessions": proposals,
+            "document_timeline": repr(self.version_config()),
+        }
+
+
+def unless_fresh(
+    context: dg.AssetExecutionContext, engram: EngramStores, step: str, compute: Callable[[], T]
+) -> Refresh[T]:
+    """Run ``compute`` unless the step's inputs are unchanged since it last finished (the consistency pass,
+    run tag engram/pass=consistency, always recomputes)."""
+    return refresh_unless_fresh(
+        engram.home_dir(), engram.vault_config().bucket_count, step, engram.step_settings()[step], compute,
+        force=context.run.tags.get("engram/pass") == "consistency",
+    )
 
 
 def stores_from_env() -> EngramStores:

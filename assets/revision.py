@@ -3,7 +3,7 @@
 import dagster as dg
 
 from assets.catalog import document_catalog
-from assets.resources import STORE_POOL, EngramStores
+from assets.resources import STORE_POOL, EngramStores, unless_fresh
 from engramrag.lifecycle.revision import apply_supersessions, refresh_supersession_candidates
 from engramrag.lifecycle.timeline import refresh_timeline
 
@@ -17,10 +17,16 @@ from engramrag.lifecycle.timeline import refresh_timeline
     "earlier: explicit Supersedes fields, shared subjects, similar titles, superseded statuses. Same-day pairs are "
     "flagged, not ordered.",
 )
-def supersession_candidates(engram: EngramStores) -> dg.MaterializeResult:
-    summary, _ = refresh_supersession_candidates(engram.home_dir(), engram.vault_config())
+def supersession_candidates(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
+    refresh = unless_fresh(
+        context, engram, "supersession_candidates",
+        lambda: refresh_supersession_candidates(engram.home_dir(), engram.vault_config())[0],
+    )  # fmt: skip
+    if (summary := refresh.result) is None:
+        return dg.MaterializeResult(metadata=refresh.metadata())
     return dg.MaterializeResult(
-        metadata={"decisions": summary.decisions, "proposals": summary.proposals, "same_day": summary.same_day}
+        metadata=refresh.metadata()
+        | {"decisions": summary.decisions, "proposals": summary.proposals, "same_day": summary.same_day}
     )
 
 
@@ -32,10 +38,14 @@ def supersession_candidates(engram: EngramStores) -> dg.MaterializeResult:
     description="People's accepted supersessions as `supersedes` edges in the later document's analysis graph, "
     "with who accepted them. The earlier decision stays; search labels it and ranks it below its successor.",
 )
-def accepted_supersessions(engram: EngramStores) -> dg.MaterializeResult:
-    summary = apply_supersessions(engram.home_dir(), engram.vault_config())
+def accepted_supersessions(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
+    refresh = unless_fresh(
+        context, engram, "accepted_supersessions", lambda: apply_supersessions(engram.home_dir(), engram.vault_config())
+    )
+    if (summary := refresh.result) is None:
+        return dg.MaterializeResult(metadata=refresh.metadata())
     return dg.MaterializeResult(
-        metadata={
+        metadata=refresh.metadata() | {
             "accepted": summary.accepted,
             "applied": summary.applied,
             "quads_added": summary.quads_added,
@@ -55,10 +65,15 @@ def accepted_supersessions(engram: EngramStores) -> dg.MaterializeResult:
     "properties (owner, price, vendor, status, deadline...), whose older values are proposed as superseded by "
     "the later notes. A person's rejection wins. Search reads both to label and rank.",
 )
-def document_timeline(engram: EngramStores) -> dg.MaterializeResult:
-    summary = refresh_timeline(engram.home_dir(), engram.vault_config(), engram.version_config())
+def document_timeline(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
+    refresh = unless_fresh(
+        context, engram, "document_timeline",
+        lambda: refresh_timeline(engram.home_dir(), engram.vault_config(), engram.version_config()),
+    )  # fmt: skip
+    if (summary := refresh.result) is None:
+        return dg.MaterializeResult(metadata=refresh.metadata())
     return dg.MaterializeResult(
-        metadata={
+        metadata=refresh.metadata() | {
             "declared": summary.declared,
             "values": summary.values,
             "chains": summary.chains,

@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from engramrag.extract.registry import extractor_id
+from engramrag.lifecycle.freshness import stale_steps
 from engramrag.lifecycle.plan import plan_changes
+from engramrag.lifecycle.summary import record_build
+from engramrag.retrieve.index_build import index_is_current
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import bucket_key
@@ -68,6 +72,12 @@ def run_build(
             "documents": {"config": {"verify_hashes": full}},
             "document_embeddings": {"config": {"full": full}},
         }
+    elif not stale_steps(home, stores.step_settings()) and index_is_current(home, stores.make_embedder()):
+        # Nothing changed in the vault, no verdict since the last build, every step's outputs current: the build
+        # is recorded and nothing runs.
+        run_id = f"unchanged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
+        record_build(home, config, run_id, [])
+        return BuildOutcome(run_id, True, [], {}, [])
     else:  # nothing changed in the vault: apply what people decided since the last build
         selection = REVIEW_ASSETS
         tags = {"engram/trigger": "cli"}

@@ -112,3 +112,40 @@ def test_the_snapshot_sees_a_difference(tmp_path: Path, replayed) -> None:
     parts = {line.split(":")[0].split(".")[0] for line in snapshot_differences(store_snapshot(before),
                                                                              store_snapshot(after))}
     assert {"catalog", "quads", "index"} <= parts
+
+
+def _recomputed(metadata: dict, asset: str) -> bool | None:
+    return metadata.get(asset, {}).get("recomputed")
+
+
+def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
+    by_step = {name: metadata for name, _, metadata in replayed}
+    edit = by_step["edit"]
+    assert _recomputed(edit, "resolution_candidates") is True
+    assert "documents" in edit["resolution_candidates"]["reason"]
+    # A person's accepted supersession: only the steps reading supersession verdicts run again.
+    accepted = by_step["accepted supersession"]
+    assert _recomputed(accepted, "accepted_supersessions") is True
+    assert "supersession verdicts" in accepted["accepted_supersessions"]["reason"]
+    assert _recomputed(accepted, "resolution_overlay") is False
+    assert "unchanged" in accepted["resolution_overlay"]["reason"]
+    # Undoing a merge: the overlay runs, the supersessions do not.
+    undo = by_step["undo"]
+    assert _recomputed(undo, "resolution_overlay") is True
+    assert _recomputed(undo, "accepted_supersessions") is False
+
+
+def test_a_build_with_nothing_changed_runs_nothing(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, vault)
+    home = Home.at(tmp_path / "home")
+    assert run_build(home, vault).success
+    before = store_snapshot(home)
+    again = run_build(home, vault)
+    assert again.success and again.run_id.startswith("unchanged-") and again.asset_metadata == {}
+    assert snapshot_differences(before, store_snapshot(home)) == []
+    # A verdict is a change: the next build runs the review steps.
+    _merge(home)
+    after_verdict = run_build(home, vault)
+    assert not after_verdict.run_id.startswith("unchanged-")
+    assert _recomputed(after_verdict.asset_metadata, "resolution_overlay") is True

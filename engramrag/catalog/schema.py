@@ -20,9 +20,13 @@ record that states it, or ``accepted`` by the person who reviewed it), and the t
 and ``property_values``; ``supersession_candidates`` (gaining ``declared_in``) and ``supersession_quads``, created
 before by ``lifecycle.revision``, are defined here too. Readers of an older catalog find the dates NULL and the
 reason missing.
+
+Version 6 (issue 16, incremental builds) added ``asset_inputs`` (the fingerprint of what each global step read when
+it last finished, ``lifecycle.freshness``); the tables ``resolution_candidates`` and ``resolution_blocked``, created
+before by ``lifecycle.resolution`` (CREATE OR REPLACE at every build), are defined here with the same columns.
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -245,6 +249,28 @@ CREATE TABLE IF NOT EXISTS property_values (
     current BOOLEAN NOT NULL,
     restated BOOLEAN NOT NULL,
     why VARCHAR NOT NULL
+);
+
+-- Resolution: the machine's candidate pairs of stable entity keys (``resolve.candidates``), with their features and
+-- the evidence sentences of both sides. Refilled whole by ``lifecycle.resolution.refresh_candidates``.
+CREATE TABLE IF NOT EXISTS resolution_candidates (
+    left_key VARCHAR NOT NULL, right_key VARCHAR NOT NULL, left_label VARCHAR, right_label VARCHAR,
+    left_kind VARCHAR, right_kind VARCHAR, score DOUBLE NOT NULL, vetoed BOOLEAN NOT NULL, veto_reason VARCHAR,
+    auto_merge BOOLEAN NOT NULL, reasons JSON, features JSON, left_evidence JSON, right_evidence JSON,
+    judge_verdict VARCHAR, judge_reason VARCHAR
+);
+
+-- Resolution: the merges the overlay did not make (a person's distinct verdict in the way, or a kind veto).
+CREATE TABLE IF NOT EXISTS resolution_blocked (
+    left_key VARCHAR, right_key VARCHAR, source VARCHAR, cause VARCHAR, reason VARCHAR, score DOUBLE,
+    verdict_id BIGINT
+);
+
+-- What each global step read when it last finished (``lifecycle.freshness``): equal inputs, nothing to do.
+CREATE TABLE IF NOT EXISTS asset_inputs (
+    asset VARCHAR PRIMARY KEY,
+    fingerprint VARCHAR NOT NULL,
+    recorded_at TIMESTAMP NOT NULL
 );
 
 -- One row per model call of an extraction (one segment of one document), paid or answered from the response

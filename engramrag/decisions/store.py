@@ -270,10 +270,16 @@ class DecisionsStore:
         with self._connection() as connection:
             return _current_row(connection, topic, left, right)
 
-    def revision(self) -> str:
-        """Changes whenever a verdict is recorded or undone (for a sensor's cursor)."""
+    def revision(self, topic: str | None = None) -> str:
+        """Changes whenever a verdict (of ``topic``, or of any topic) is recorded or undone (for a sensor's cursor,
+        and for a build step to know that the verdicts it reads changed)."""
+        where, parameters = ("WHERE topic = ?", (topic,)) if topic is not None else ("", ())
+        if topic is not None:
+            _check_topic(topic)
         with self._connection() as connection:
-            newest, undone = connection.execute("SELECT max(id), count(undone_at) FROM verdicts").fetchone()
+            newest, undone = connection.execute(
+                f"SELECT max(id), count(undone_at) FROM verdicts {where}", parameters
+            ).fetchone()
         return f"{newest or 0}:{undone}"
 
     def history(self, topic: str, left: str | None = None, right: str | None = None) -> list[Verdict]:

@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, has_table
+from engramrag.catalog.connection import catalog_writer
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
@@ -29,12 +29,12 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
 
-CANDIDATE_COLUMNS = """
-    left_key VARCHAR NOT NULL, right_key VARCHAR NOT NULL, left_label VARCHAR, right_label VARCHAR,
-    left_kind VARCHAR, right_kind VARCHAR, score DOUBLE NOT NULL, vetoed BOOLEAN NOT NULL, veto_reason VARCHAR,
-    auto_merge BOOLEAN NOT NULL, reasons JSON, features JSON, left_evidence JSON, right_evidence JSON,
-    judge_verdict VARCHAR, judge_reason VARCHAR
-"""
+# The columns of ``resolution_candidates`` (defined in ``catalog/schema.py``), in table order.
+CANDIDATE_COLUMNS = (
+    "left_key", "right_key", "left_label", "right_label", "left_kind", "right_kind", "score", "vetoed",
+    "veto_reason", "auto_merge", "reasons", "features", "left_evidence", "right_evidence", "judge_verdict",
+    "judge_reason",
+)  # fmt: skip
 
 
 @dataclass
@@ -82,10 +82,12 @@ def refresh_candidates(
     frame = _candidate_rows(candidates, verdicts)
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
-        catalog.execute(f"CREATE OR REPLACE TABLE resolution_candidates ({CANDIDATE_COLUMNS})")
+        catalog.execute("DELETE FROM resolution_candidates")
         if len(frame):
             catalog.register("candidate_rows", frame)
-            catalog.execute("INSERT INTO resolution_candidates SELECT * FROM candidate_rows")
+            catalog.execute(
+                f"INSERT INTO resolution_candidates ({', '.join(CANDIDATE_COLUMNS)}) SELECT * FROM candidate_rows"
+            )
             catalog.unregister("candidate_rows")
         catalog.execute("COMMIT")
     return CandidateSummary(
@@ -134,10 +136,7 @@ def refresh_overlay(
             catalog.register("cluster_rows", rows)
             catalog.execute("INSERT INTO entity_clusters SELECT entity_key, cluster_key FROM cluster_rows")
             catalog.unregister("cluster_rows")
-        catalog.execute(
-            "CREATE OR REPLACE TABLE resolution_blocked (left_key VARCHAR, right_key VARCHAR, source VARCHAR, "
-            "cause VARCHAR, reason VARCHAR, score DOUBLE, verdict_id BIGINT)"
-        )
+        catalog.execute("DELETE FROM resolution_blocked")
         if len(blocked):
             catalog.register("blocked_rows", blocked)
             catalog.execute("INSERT INTO resolution_blocked SELECT * FROM blocked_rows")
@@ -176,7 +175,7 @@ def _automatic_pairs(catalog: duckdb.DuckDBPyConnection) -> list[tuple[str, str,
         for left, right, score in catalog.execute(
             "SELECT left_key, right_key, score FROM resolution_candidates WHERE auto_merge AND NOT vetoed"
         ).fetchall()
-    ] if has_table(catalog, "resolution_candidates") else []
+    ]
 
 
 def _candidate_rows(candidates: list[Candidate], verdicts: dict[tuple[str, str], tuple[str, str]]) -> pd.DataFrame:
@@ -205,5 +204,4 @@ def _candidate_rows(candidates: list[Candidate], verdicts: dict[tuple[str, str],
                 judged[0] if judged else None, judged[1] if judged else None,
             )
         )
-    columns = [part.split()[0] for part in CANDIDATE_COLUMNS.replace("\n", " ").split(",") if part.strip()]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=list(CANDIDATE_COLUMNS))

@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_reader, catalog_writer
 from engramrag.embed.base import Embedder
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
@@ -103,6 +103,19 @@ def build_retrieval_index(
     return IndexSummary(
         version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started
     )
+
+
+def index_is_current(home: Home, embedder: Embedder, index_config: IndexConfig | None = None) -> bool:
+    """Whether the published index was built from what the catalog holds now (read-only: no lock taken for
+    writing, nothing migrated)."""
+    current = current_index(home)
+    if current is None:
+        return False
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return False
+        fingerprint = _fingerprint(catalog, embedder, index_config or IndexConfig())
+    return json.loads((current / "manifest.json").read_text()).get("fingerprint") == fingerprint
 
 
 def current_index(home: Home) -> Path | None:
