@@ -11,6 +11,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pandas as pd
 
@@ -83,15 +84,9 @@ def mention_evidence(
 
 
 def _sentence_with(text: str, offsets: list[int], label: str, first_line: int | None) -> tuple[int, str] | None:
-    words = label.split()
-    if not words:
+    regex = _label_pattern(label)
+    if regex is None:
         return None
-    pattern = r"\s+".join(map(re.escape, words))
-    if words[0][0].isascii() and words[0][0].isalnum():
-        pattern = r"(?<!\w)" + pattern
-    if words[-1][-1].isascii() and words[-1][-1].isalnum():  # Korean particles attach to a name: 박민지는
-        pattern += r"(?!\w)"
-    regex = re.compile(pattern, re.IGNORECASE)
     body = _body_start(text)
     start = offsets[first_line - 1] if first_line and 0 < first_line <= len(offsets) else 0
     match = regex.search(text, max(start, body)) or regex.search(text, body) or regex.search(text)
@@ -105,6 +100,20 @@ def _sentence_with(text: str, offsets: list[int], label: str, first_line: int | 
         if s <= match.start() and match.end() <= e:
             return line, text[s:e]
     return line, text[line_start:line_end].strip()
+
+
+@lru_cache(maxsize=65536)
+def _label_pattern(label: str) -> re.Pattern[str] | None:
+    """The label as a pattern: its words in order across any whitespace, whole words where they are Latin."""
+    words = label.split()
+    if not words:
+        return None
+    pattern = r"\s+".join(map(re.escape, words))
+    if words[0][0].isascii() and words[0][0].isalnum():
+        pattern = r"(?<!\w)" + pattern
+    if words[-1][-1].isascii() and words[-1][-1].isalnum():  # Korean particles attach to a name: 박민지는
+        pattern += r"(?!\w)"
+    return re.compile(pattern, re.IGNORECASE)
 
 
 def _body_start(text: str) -> int:

@@ -32,7 +32,7 @@ def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line, {core}
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone ORDER BY e.doc_id, e.entity_key
         """
-    ).df()
+    ).df().astype(object)  # iterated row by row by resolution: Arrow-backed strings cost more than the work
 
 
 def mention_core_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> list[str | None]:

@@ -226,7 +226,9 @@ def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> di
 def _assemble(
     tables: dict[str, pd.DataFrame], vectors: dict[tuple[str, str], np.ndarray], config: IndexConfig
 ) -> dict[str, Any]:
-    entities, statements, passages = tables["entities"], tables["statements"], tables["passages"]
+    # Object columns: iterating Arrow-backed strings row by row costs more than the loops' own work.
+    entities, statements = tables["entities"].astype(object), tables["statements"].astype(object)
+    passages = tables["passages"]
     # A mention's node is its stable key (normalised label), or the cluster the resolution overlay put it in.
     cluster_of = dict(zip(tables["clusters"]["entity_key"], tables["clusters"]["cluster_key"], strict=True))
     stable_keys = entities["label"].map(normalise_label)
@@ -310,7 +312,9 @@ def _assemble(
         for node in range(entity_count)
     ]
     label_terms = {term for wordings in term_lists for listed in wordings for term in listed}
-    frequency = _document_frequency(passages["body"], label_terms)
+    bodies = passages["body"].tolist()
+    body_terms = [terms(text) for text in bodies]  # once, for the label terms' idf and the notes' BM25
+    frequency = _document_frequency(body_terms, label_terms)
     return {
         "entity_count": entity_count,
         "node_keys": node_keys,
@@ -334,7 +338,7 @@ def _assemble(
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
         "document_supersessions": tables["document_supersessions"],
-        "notes": NoteIndex.build(passages["body"].tolist()),
+        "notes": NoteIndex.build(bodies, body_terms),
     }
 
 
@@ -373,13 +377,13 @@ def node_specificity(documents: int, total: int) -> float:
     return max(0.0, math.log((total + 1) / max(1, documents))) / math.log(total + 1)
 
 
-def _document_frequency(texts: pd.Series, wanted: set[str]) -> Counter[str]:
+def _document_frequency(body_terms: list[list[str]], wanted: set[str]) -> Counter[str]:
     """In how many documents each label term occurs. Weighting label terms by how common they are in the
     notes (not among labels) keeps an everyday word that happens to be a label ("Owns", "Status") from
     seeding as strongly as a name only a few notes use."""
     frequency: Counter[str] = Counter()
-    for text in texts:
-        frequency.update(wanted.intersection(terms(text)))
+    for listed in body_terms:
+        frequency.update(wanted.intersection(listed))
     return frequency
 
 

@@ -48,8 +48,13 @@ def _stemmer() -> Stemmer.Stemmer:
 
 def note_terms(text: str) -> list[str]:
     """The terms of a note or a question, in order: :func:`terms`, English words stemmed."""
+    return stemmed(terms(text))
+
+
+def stemmed(listed: Sequence[str]) -> list[str]:
+    """Terms (as :func:`terms` gives them) with the English words stemmed."""
     stem = _stemmer().stemWord
-    return [stem(term) if term.isascii() and term.isalpha() else term for term in terms(text)]
+    return [stem(term) if term.isascii() and term.isalpha() else term for term in listed]
 
 
 def question_terms(query: str) -> list[str]:
@@ -83,8 +88,11 @@ class NoteIndex:
         self.notes = notes
 
     @classmethod
-    def build(cls, texts: Sequence[str]) -> NoteIndex:
-        tokens = [note_terms(text) for text in texts]
+    def build(cls, texts: Sequence[str], text_terms: Sequence[Sequence[str]] | None = None) -> NoteIndex:
+        """The index of ``texts``; ``text_terms``: their :func:`terms` when the caller has them already."""
+        tokens = [stemmed(listed) for listed in text_terms] if text_terms is not None else [
+            note_terms(text) for text in texts
+        ]
         frequency: Counter[str] = Counter()
         for listed in tokens:
             frequency.update(set(listed))
