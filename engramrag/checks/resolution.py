@@ -41,14 +41,18 @@ def overlay_names_existing_entities(home: Home) -> CheckOutcome:
         labels = [label for (label,) in catalog.execute(
             "SELECT DISTINCT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone"
         ).fetchall()]
-    live = sorted({normalise_label(label) for label in labels} - {""})
+    live = {normalise_label(label) for label in labels} - {""}
     frame = pd.DataFrame({"entity_key": rows["entity_key"], "cluster_key": rows["cluster_key"]})
+    # The same expectation over the live keys the overlay names: a value is in it exactly when it is live, and
+    # great-expectations carries a set of tens of thousands of keys slowly (3 s at 1,000 notes).
+    named = set(frame["entity_key"]) | set(frame["cluster_key"])
+    allowed = sorted(live & named) or [""]
     passed, failures = validate_frame(
         "entity_clusters",
         frame,
         [
-            gx.expectations.ExpectColumnValuesToBeInSet(column="entity_key", value_set=live),
-            gx.expectations.ExpectColumnValuesToBeInSet(column="cluster_key", value_set=live),
+            gx.expectations.ExpectColumnValuesToBeInSet(column="entity_key", value_set=allowed),
+            gx.expectations.ExpectColumnValuesToBeInSet(column="cluster_key", value_set=allowed),
             gx.expectations.ExpectColumnValuesToBeUnique(column="entity_key"),
         ],
     )
