@@ -400,10 +400,16 @@ def print_table(results: list[dict[str, Any]]) -> None:
         if steps:
             say("    full build steps: " + ", ".join(f"{k} {v:.1f}s" for k, v in sorted(steps.items(),
                                                                                key=lambda kv: -kv[1])))
-        steps = (result["runs"]["edit_one"].get("dagster") or {}).get("steps") if "edit_one" in result["runs"] else {}
+        edit = result["runs"].get("edit_one") or {}
+        steps = (edit.get("dagster") or {}).get("steps") or {}
         if steps:
-            say("    edit_one steps: " + ", ".join(f"{k} {v:.2f}s" for k, v in sorted(steps.items(),
-                                                                             key=lambda kv: -kv[1])))
+            # Each step's share of the edit's wall time: the next bottleneck of an incremental build.
+            wall = edit.get("wall_s") or 1.0
+            say("    edit_one steps (share of its wall time): " + ", ".join(
+                f"{k} {v:.2f}s ({100 * v / wall:.0f}%)" for k, v in sorted(steps.items(), key=lambda kv: -kv[1])))
+            outside = wall - sum(steps.values())
+            say(f"    edit_one outside the steps (process start, planning, Dagster): {outside:.1f}s "
+                f"({100 * outside / wall:.0f}%)")
         for line in result.get("failures", []) + result.get("notes", []):
             say(f"    {line}")
 
