@@ -126,7 +126,10 @@ def apply_supersessions(
             catalog.unregister("supersession_rows")
         catalog.execute("DELETE FROM supersession_quads")
         if quads:
-            catalog.executemany("INSERT INTO supersession_quads VALUES (?)", [[str(quad)] for quad in quads])
+            # As a frame: executemany costs about 150 us a row (700,000 quads at 10,000 notes: minutes).
+            catalog.register("recorded_quads", pd.DataFrame({"nquad": [str(quad) for quad in quads]}))
+            catalog.execute("INSERT INTO supersession_quads SELECT nquad FROM recorded_quads")
+            catalog.unregister("recorded_quads")
         catalog.execute("COMMIT")
     declared = sum(reason == "declared" for _, reason, _ in applied)
     return AppliedSummary(len(accepted), len(applied), len(quads), len(removed), dormant, declared)

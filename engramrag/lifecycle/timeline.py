@@ -126,7 +126,10 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
                 catalog.unregister("incoming_rows")
         catalog.execute("DELETE FROM timeline_quads")
         if quads:
-            catalog.executemany("INSERT INTO timeline_quads VALUES (?)", [[str(quad)] for quad in quads])
+            # As a frame: executemany costs about 150 us a row (700,000 quads at 10,000 notes: minutes).
+            catalog.register("recorded_quads", pd.DataFrame({"nquad": [str(quad) for quad in quads]}))
+            catalog.execute("INSERT INTO timeline_quads SELECT nquad FROM recorded_quads")
+            catalog.unregister("recorded_quads")
         catalog.execute("COMMIT")
     chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
     return TimelineSummary(

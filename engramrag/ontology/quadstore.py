@@ -78,8 +78,8 @@ class QuadStore:
             self._store.bulk_extend(fresh)
 
     def swap_quads(self, remove: Iterable[ox.Quad], add: Iterable[ox.Quad]) -> list[ox.Quad]:
-        """Replace the quads a step added last time (``remove``) by the ones it adds now, in one transaction, and
-        return the quads that are now the step's own: those of ``add`` that were not in the store already.
+        """Replace the quads a step added last time (``remove``) by the ones it adds now, in one transaction,
+        and return the quads that are now the step's own: those of ``add`` that were not in the store already.
 
         For machine additions that live beside a document's extraction, such as accepted supersessions. A quad
         the extraction (or another step) holds too, an author's label say, is left alone and not returned, so
