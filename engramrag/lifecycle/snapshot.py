@@ -3,8 +3,8 @@
 One job: read every store of a home into sorted rows, leaving out what names a run or a moment (run ids, build
 times, mtimes, index versions) and what a deletion leaves behind on purpose (rows of documents marked gone), so
 that two homes built from the same vault and the same decisions compare equal exactly when they hold the same
-memory. Used by the test that replays edits, deletes, renames and verdicts incrementally against a full rebuild,
-and by ``eval.build_benchmark`` to check the same at scale.
+memory. Used by the test that replays edits, deletes, renames and verdicts incrementally against a full rebuild
+(``tests/test_incremental_equals_full.py``).
 """
 
 from __future__ import annotations
