@@ -57,6 +57,7 @@ def document_quads(context: dg.AssetExecutionContext, engram: EngramStores) -> d
         buckets_of(context.partition_keys),
         engram.make_extractor(),
         context.run_id,
+        engram.extraction_config(),
     )
     for path, error in summary.failed.items():
         context.log.error(f"{path}: extraction failed ({error}); it will be retried by the next build.")

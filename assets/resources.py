@@ -3,7 +3,7 @@
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import dagster as dg
 from pydantic import Field
@@ -13,6 +13,7 @@ from engramrag.embed.base import Embedder
 from engramrag.embed.registry import make_embedder
 from engramrag.extract.base import Extractor
 from engramrag.extract.registry import make_extractor
+from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.freshness import Refresh, refresh_unless_fresh
 from engramrag.resolve.candidate_config import CandidateConfig
 from engramrag.resolve.judge import JudgeConfig
@@ -33,6 +34,15 @@ class EngramStores(dg.ConfigurableResource):
     extractor: str = Field(default="rules", description="Extractor backend: rules (offline default).")
     embedder: str = Field(default="hash", description="Embedder backend: hash (offline default) or openai.")
     max_file_bytes: int = Field(default=2_000_000, description="Files larger than this are rejected.")
+    extract_processes: int = Field(
+        default=0,
+        description="Worker processes that parse and extract documents with a CPU-bound extractor (rules); 0: one "
+        "per core, 1: in the build's own process.",
+    )
+    extract_min_documents: int = Field(
+        default=ExtractionConfig.min_documents,
+        description="Fewer pending documents than this are extracted in the build's own process.",
+    )
     single_valued: str = Field(
         default="",
         description="More single-valued properties for version chains, 'name=word|word' separated by ';' "
@@ -50,6 +60,9 @@ class EngramStores(dg.ConfigurableResource):
 
     def make_extractor(self) -> Extractor:
         return make_extractor(self.extractor)
+
+    def extraction_config(self) -> ExtractionConfig:
+        return ExtractionConfig(processes=self.extract_processes, min_documents=self.extract_min_documents)
 
     def make_embedder(self) -> Embedder:
         return make_embedder(self.embedder)
@@ -86,7 +99,11 @@ def unless_fresh(
 
 
 def stores_from_env() -> EngramStores:
-    optional = {"single_valued": dg.EnvVar("ENGRAM_SINGLE_VALUED")} if os.environ.get("ENGRAM_SINGLE_VALUED") else {}
+    optional: dict[str, Any] = {}
+    if os.environ.get("ENGRAM_SINGLE_VALUED"):
+        optional["single_valued"] = dg.EnvVar("ENGRAM_SINGLE_VALUED")
+    if os.environ.get("ENGRAM_EXTRACT_PROCESSES"):
+        optional["extract_processes"] = dg.EnvVar.int("ENGRAM_EXTRACT_PROCESSES")
     return EngramStores(
         home=dg.EnvVar("ENGRAM_HOME"),
         vault=dg.EnvVar("ENGRAM_VAULT"),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engramrag.extract.registry import extractor_id
+from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.freshness import stale_steps
 from engramrag.lifecycle.plan import plan_changes
 from engramrag.lifecycle.summary import record_build
@@ -31,9 +32,15 @@ class BuildOutcome:
 
 
 def run_build(
-    home: Home, vault: Path, extractor: str = "rules", full: bool = False, embedder: str | None = None
+    home: Home,
+    vault: Path,
+    extractor: str = "rules",
+    full: bool = False,
+    embedder: str | None = None,
+    extraction: ExtractionConfig | None = None,
 ) -> BuildOutcome:
     """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance."""
+    extraction = extraction or ExtractionConfig()
     embedder = embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
     os.environ.update(
         {
@@ -53,7 +60,11 @@ def run_build(
     from pipelines.jobs import LIFECYCLE_ASSETS, REVIEW_ASSETS
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
-    stores = EngramStores(home=str(home.root), vault=str(vault), extractor=extractor, embedder=embedder)
+    stores = EngramStores(
+        home=str(home.root), vault=str(vault), extractor=extractor, embedder=embedder,
+        extract_processes=extraction.processes,
+        extract_min_documents=extraction.min_documents,
+    )
     pending_for = extractor_id(stores.make_extractor())
     buckets = list(range(BUCKET_COUNT)) if full else plan_changes(
         home, vault, config, extractor=pending_for, embedder=stores.make_embedder().name

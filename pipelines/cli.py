@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
         "--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="Embedder: hash (offline) or openai."
     )
     build.add_argument("--full", action="store_true", help="Run every bucket and re-hash every file.")
+    build.add_argument(
+        "--processes", type=int, default=int(os.environ.get("ENGRAM_EXTRACT_PROCESSES") or 0),
+        help="Worker processes that extract with the rules extractor (default 0: one per core; 1: none).",
+    )
     build.add_argument("--json", action="store_true", help="Print the summary as JSON.")
     build.add_argument(
         "--dry-run", action="store_true",
@@ -164,6 +168,7 @@ def _build(args: argparse.Namespace) -> int:
     if not args.vault:
         print("engram: pass --vault DIR (or set ENGRAM_VAULT).", file=sys.stderr)
         return 2
+    from engramrag.lifecycle.document_pool import ExtractionConfig
     from engramrag.lifecycle.summary import read_status
     from pipelines.build import run_build
     from pipelines.progress import progress_display
@@ -171,7 +176,10 @@ def _build(args: argparse.Namespace) -> int:
     home = Home.at(args.home)
     vault = Path(args.vault).expanduser().resolve()
     with progress_display(enabled=not args.json and sys.stderr.isatty()):
-        outcome = run_build(home, vault, extractor=args.extractor, full=args.full, embedder=args.embedder)
+        outcome = run_build(
+            home, vault, extractor=args.extractor, full=args.full, embedder=args.embedder,
+            extraction=ExtractionConfig(processes=args.processes),
+        )
     status = read_status(home)
     summary = {
         "run_id": outcome.run_id,

@@ -27,6 +27,7 @@ from engramrag.vault.document import Document
 class RulesExtractor:
     name = "rules"
     version = "1.1.0"
+    cpu_bound = True  # pure computation, picklable: documents are extracted in worker processes
 
     def extract(self, document: Document) -> Extraction:
         views = TextViews.of(document)

@@ -7,20 +7,18 @@ not yet extracted, so the next run extracts it again and replaces the same graph
 What a model extractor already paid for is not lost with the run: its response cache keeps every answer the
 moment it arrives, so the repeated extraction reads those answers instead of asking again.
 
-Extraction itself happens outside the stores' lock. An extractor that waits on a server (``concurrency``
-above 1) gets one thread pool for the pending documents of all the requested buckets, so a small bucket does
-not leave the server idle while the next one is read: requests in flight are bounded by the concurrency, not
-by how the documents fall into buckets. Writing stays on the calling thread, one bucket at a time in bucket
-order and each bucket in path order, exactly as with one worker, while the pool goes on with later buckets.
+Extraction itself happens outside the stores' lock (``document_pool``): an extractor that waits on a server
+(``concurrency`` above 1) gets one thread pool for the pending documents of all the requested buckets, so a
+small bucket does not leave the server idle while the next one is read; a CPU-bound extractor (rules) gets
+worker processes, one per core. Writing stays on the calling thread, one bucket at a time in bucket order and
+each bucket in path order, exactly as with one worker, while the pool goes on with later buckets.
 Every model call a document made, failed ones included, becomes an ``llm_calls`` row in the same bucket
 transaction as the document's other rows.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,14 +30,14 @@ from engramrag.catalog.connection import catalog_writer
 from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.extract.base import Extraction, Extractor
 from engramrag.extract.registry import extractor_id
-from engramrag.ontology.graphs import DocumentGraphs, build_document_graphs, statement_id
+from engramrag.lifecycle.document_pool import Attempt, DocumentPool, ExtractionConfig
+from engramrag.ontology.graphs import EncodedGraphs, statement_id
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.progress import Progress
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.dates import DocumentDate
 from engramrag.vault.document import Document
-from engramrag.vault.markdown import parse_document
 
 DERIVED_TABLES = ("chunks", "entities", "statements", "decisions")
 
@@ -82,20 +80,6 @@ class ExtractionSummary:
         self.tokens_out += tokens_out
 
 
-@dataclass
-class _Attempt:
-    """One pending document after parsing and extracting it (on whichever thread did that)."""
-
-    doc_id: str
-    path: str
-    document: Document | None
-    extraction: Extraction | None
-    error: Exception | None
-    seconds: float
-    calls: list[Any]
-    dated: DocumentDate | None = None
-
-
 def pending_counts(home: Home, config: VaultConfig, buckets: list[int], extractor: Extractor) -> int:
     with catalog_writer(home, config.bucket_count) as catalog:
         return catalog.execute(
@@ -105,12 +89,18 @@ def pending_counts(home: Home, config: VaultConfig, buckets: list[int], extracto
 
 
 def extract_documents(
-    home: Home, config: VaultConfig, buckets: list[int], extractor: Extractor, run_id: str | None
+    home: Home,
+    config: VaultConfig,
+    buckets: list[int],
+    extractor: Extractor,
+    run_id: str | None,
+    extraction: ExtractionConfig | None = None,
 ) -> ExtractionSummary:
     summary = ExtractionSummary()
     current = extractor_id(extractor)
-    progress = Progress("extract documents", pending_counts(home, config, buckets, extractor), every=10)
-    with _DocumentPool(extractor, config) as pool:
+    pending = pending_counts(home, config, buckets, extractor)
+    progress = Progress("extract documents", pending, every=10)
+    with DocumentPool(extractor, config, pending, extraction) as pool:
         if pool.spans_buckets:
             for bucket, rows in _pending_rows(home, config, buckets, current).items():
                 pool.submit(bucket, rows)
@@ -138,42 +128,6 @@ def _pending_rows(home: Home, config: VaultConfig, buckets: list[int], current: 
     return pending
 
 
-class _DocumentPool:
-    """Parses and extracts pending documents: on one thread pool shared by every bucket when the extractor has
-    a concurrency above 1, at submission otherwise. ``attempts(bucket)`` waits for that bucket's documents and
-    returns them in path order, whatever finished first. Leaving the pool early (an interrupted or failed run)
-    cancels what has not started; what finished is kept by the extractor's cache."""
-
-    def __init__(self, extractor: Extractor, config: VaultConfig) -> None:
-        self.extractor, self.config = extractor, config
-        workers = extraction_workers(extractor)
-        self.spans_buckets = workers > 1
-        self._executor = (
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="engram-extract") if workers > 1 else None
-        )
-        self._running: dict[int, list[Future[_Attempt]]] = {}
-        self._finished: dict[int, list[_Attempt]] = {}
-
-    def __enter__(self) -> _DocumentPool:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-
-    def submit(self, bucket: int, rows: list[tuple]) -> None:
-        if self._executor is None:
-            self._finished[bucket] = [_attempt(self.extractor, self.config, row) for row in rows]
-        else:
-            self._running[bucket] = [self._executor.submit(_attempt, self.extractor, self.config, row)
-                                     for row in rows]
-
-    def attempts(self, bucket: int) -> list[_Attempt]:
-        if bucket in self._finished:
-            return self._finished.pop(bucket)
-        return [future.result() for future in self._running.pop(bucket, [])]
-
-
 def _extract_bucket(
     catalog: duckdb.DuckDBPyConnection,
     quads: QuadStore,
@@ -181,7 +135,7 @@ def _extract_bucket(
     extractor: Extractor,
     run_id: str | None,
     progress: Progress,
-    attempts: Iterable[_Attempt],
+    attempts: Iterable[Attempt],
 ) -> ExtractionSummary:
     summary = ExtractionSummary()
     current = extractor_id(extractor)
@@ -205,20 +159,13 @@ def _extract_bucket(
     done: list[dict] = []
     runs: list[dict] = []
     calls: list[dict] = []
-    written: list[tuple[str, DocumentGraphs]] = []
+    written: list[tuple[str, EncodedGraphs]] = []
     for attempt in attempts:
         if attempt.doc_id not in live:
             progress.advance()
             continue
-        started = time.perf_counter()
-        graphs = None
-        error = attempt.error
-        if error is None:
-            try:
-                graphs = build_document_graphs(attempt.document, attempt.extraction, attempt.dated)
-            except Exception as failure:  # one document's failure must not stop the bucket
-                error = failure
-        latency = (attempt.seconds + time.perf_counter() - started) * 1000
+        graphs, error = attempt.graphs, attempt.error
+        latency = attempt.seconds * 1000
         summary.count_calls(attempt.calls)
         calls += _call_rows(run_id, attempt.doc_id, bucket, attempt.calls)
         if error is not None:
@@ -245,28 +192,6 @@ def _extract_bucket(
     quads.replace_documents(written)
     _write_bucket(catalog, gone, deletions, done, rows, runs, calls)
     return summary
-
-
-def extraction_workers(extractor: Extractor) -> int:
-    """How many documents the extractor may have in flight at once (its ``concurrency``, 1 when it has none)."""
-    try:
-        return max(1, int(getattr(extractor, "concurrency", 1) or 1))
-    except (TypeError, ValueError):
-        return 1
-
-
-def _attempt(extractor: Extractor, config: VaultConfig, row: tuple) -> _Attempt:
-    doc_id, path, text, dated = row
-    started = time.perf_counter()
-    document = extraction = None
-    try:
-        document = parse_document(text.encode("utf-8"), path, config)
-        extraction = extractor.extract(document)
-    except Exception as error:  # one document's failure must not stop the bucket
-        made = list(getattr(error, "calls", None) or [])
-        return _Attempt(doc_id, path, document, None, error, time.perf_counter() - started, made, dated)
-    made = list(getattr(extraction, "calls", None) or [])
-    return _Attempt(doc_id, path, document, extraction, None, time.perf_counter() - started, made, dated)
 
 
 def paid_tokens(calls: Sequence[Any]) -> tuple[int, int]:

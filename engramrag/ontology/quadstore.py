@@ -17,7 +17,7 @@ from typing import Any
 import pyoxigraph as ox
 from rdflib import Dataset, URIRef
 
-from engramrag.ontology.graphs import DocumentGraphs, Triple
+from engramrag.ontology.graphs import DocumentGraphs, EncodedGraphs
 from engramrag.ontology.vocab import document_graphs
 
 EXPORT_FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}
@@ -47,35 +47,37 @@ class QuadStore:
             self._store.flush()
         del self._store
 
-    def replace_document(self, relative_path: str, graphs: DocumentGraphs | None) -> None:
+    def replace_document(self, relative_path: str, graphs: DocumentGraphs | EncodedGraphs | None) -> None:
         """Atomically drop a document's graphs and insert the new ones (None: only drop), in one SPARQL update
         that Oxigraph applies as a single transaction."""
         assertion, analysis = document_graphs(relative_path)
         parts = [f"DROP SILENT GRAPH <{assertion}> ;", f"DROP SILENT GRAPH <{analysis}> ;"]
-        if graphs is not None and graphs.quad_count:
+        by_graph: dict[str, list[str]] = {}
+        for quad in graphs.quads() if graphs is not None else []:
+            by_graph.setdefault(str(quad.graph_name), []).append(f"{quad.subject} {quad.predicate} {quad.object} .")
+        if by_graph:
             parts.append("INSERT DATA {")
-            for name, triples in ((graphs.assertion_iri, graphs.assertion), (graphs.analysis_iri, graphs.analysis)):
-                if triples:
-                    parts.append(f"GRAPH {name} {{")  # an ox.NamedNode prints as <iri>
-                    parts.extend(_ntriple(triple) for triple in triples)
-                    parts.append("}")
+            for name, triples in by_graph.items():  # an ox.NamedNode prints as <iri>
+                parts += [f"GRAPH {name} {{", *triples, "}"]
             parts.append("}")
         self._store.update("\n".join(parts))
 
-    def replace_documents(self, batch: list[tuple[str, DocumentGraphs]]) -> None:
+    def replace_documents(self, batch: list[tuple[str, DocumentGraphs | EncodedGraphs]]) -> None:
         """Replace the graphs of several documents. A document that has graphs already is replaced in its own
         transaction; documents that have none (a first build) are written together through the bulk loader,
         several times faster. The bulk load is not one transaction, which is safe here: writers hold the home's
         exclusive lock, so no reader sees it half done, and a killed load leaves its documents unmarked in the
         catalog, so the next build replaces them again."""
-        fresh: list[ox.Quad] = []
+        fresh: list[bytes] = []
         for relative_path, graphs in batch:
             if any(self.has_graph(graph) for graph in document_graphs(relative_path)):
                 self.replace_document(relative_path, graphs)
+            elif isinstance(graphs, EncodedGraphs):
+                fresh.append(graphs.nquads)
             else:
-                fresh.extend(graphs.quads())
+                self._store.bulk_extend(graphs.quads())
         if fresh:
-            self._store.bulk_extend(fresh)
+            self._store.bulk_load(b"".join(fresh), format=ox.RdfFormat.N_QUADS)
 
     def swap_quads(self, remove: Iterable[ox.Quad], add: Iterable[ox.Quad]) -> list[ox.Quad]:
         """Replace the quads a step added last time (``remove``) by the ones it adds now, in one transaction,
@@ -152,8 +154,3 @@ def rdflib_dataset(path: Path) -> Dataset:
     dataset = Dataset(store="Oxigraph")
     dataset.open(str(path))
     return dataset
-
-
-def _ntriple(triple: Triple) -> str:
-    subject, predicate, obj = triple
-    return f"{subject} {predicate} {obj} ."
