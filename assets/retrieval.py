@@ -64,6 +64,8 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "entities": summary.entities,
             "passages": summary.passages,
             "seconds": round(summary.seconds, 2),
+            "neighbours_recomputed": summary.neighbours_recomputed,
+            "neighbours_kept": summary.neighbours_kept,
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}
     )

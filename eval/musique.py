@@ -352,9 +352,9 @@ def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def refresh_index(home_dir: Path) -> dict[str, Any]:
+def refresh_index(home_dir: Path, index_config: Any = None) -> dict[str, Any]:
     """Bring a reused home up to the current pipeline: the resolution overlay (its automatic merges change the
-    graph), then the retrieval index (a no-op when nothing it is built from changed)."""
+    graph), then the retrieval index (a no-op when nothing it is built from changed, ``index_config`` included)."""
     from assets.partitions import BUCKET_COUNT
     from engramrag.embed.registry import make_embedder
     from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
@@ -366,7 +366,7 @@ def refresh_index(home_dir: Path) -> dict[str, Any]:
     embedder = make_embedder(os.environ.get("ENGRAM_EMBEDDER") or "hash")
     candidates = refresh_candidates(home, config, embedder)
     overlay, _ = refresh_overlay(home, config)
-    summary = build_retrieval_index(home, config, embedder)
+    summary = build_retrieval_index(home, config, embedder, index_config)
     if summary.rebuilt:
         note(f"[{home_dir.name}] retrieval index rebuilt in {summary.seconds:.1f} s (format, settings or clusters "
              f"changed); {overlay.clusters} clusters join {overlay.merged_keys} of {overlay.keys} entity keys")

@@ -139,10 +139,12 @@ def parse_value(text: str) -> Any:
     return text
 
 
-def retrieval_config_with(overrides: Iterable[str] | Mapping[str, Any] = ()) -> Any:
-    """A ``RetrievalConfig`` with fields overridden, from ``field=value`` strings or a mapping. An int given
-    for a float field becomes a float; an unknown field is refused."""
+def retrieval_config_with(overrides: Iterable[str] | Mapping[str, Any] = (), kind: Any = None) -> Any:
+    """A ``RetrievalConfig`` (or ``kind``, e.g. ``IndexConfig``) with fields overridden, from ``field=value``
+    strings or a mapping. An int given for a float field becomes a float; an unknown field is refused."""
     from engramrag.retrieve.config import RetrievalConfig
+
+    target = kind or RetrievalConfig
 
     if isinstance(overrides, Mapping):
         pairs = dict(overrides)
@@ -153,15 +155,15 @@ def retrieval_config_with(overrides: Iterable[str] | Mapping[str, Any] = ()) -> 
             if not separator or not field_name.strip():
                 raise ValueError(f"--set-config wants field=value, not {item!r}")
             pairs[field_name.strip()] = parse_value(value)
-    fields = {f.name: f for f in dataclasses.fields(RetrievalConfig)}
+    fields = {f.name: f for f in dataclasses.fields(target)}
     unknown = sorted(set(pairs) - set(fields))
     if unknown:
-        raise ValueError(f"RetrievalConfig has no field {', '.join(unknown)}; fields: {', '.join(fields)}")
+        raise ValueError(f"{target.__name__} has no field {', '.join(unknown)}; fields: {', '.join(fields)}")
     for name, value in pairs.items():
         annotation = str(fields[name].type)
         if annotation.startswith("float") and isinstance(value, int) and not isinstance(value, bool):
             pairs[name] = float(value)
-    return dataclasses.replace(RetrievalConfig(), **pairs)
+    return dataclasses.replace(target(), **pairs)
 
 
 def open_retriever(home_dir: Path, config: Any = None) -> Any:
@@ -515,16 +517,18 @@ def load_set(name: str, vault: Path, seed: int) -> Any:
     return set_module(name).build_set(vault, seed=seed)
 
 
-def prepare_home(retrieval_set: Any, home_dir: Path, rebuild: bool) -> dict[str, Any]:
-    """Build or reuse the set's home, then refresh the resolution overlay and the retrieval index."""
+def prepare_home(retrieval_set: Any, home_dir: Path, rebuild: bool, index_config: Any = None) -> dict[str, Any]:
+    """Build or reuse the set's home, then refresh the resolution overlay and the retrieval index (built with
+    ``index_config`` when given)."""
     notes = len(vault_notes(retrieval_set.vault))
     build = build_home(EXTRACTOR, retrieval_set.vault, home_dir, retrieval_set.digest, rebuild,
                        marker_name=f"{retrieval_set.name}-build.json", size_note=f"{notes:,} notes")
-    return {"build": build, "index": refresh_index(home_dir)}
+    return {"build": build, "index": refresh_index(home_dir, index_config)}
 
 
 def run_set(
     name: str, work: Path, configs: Sequence[str], seed: int, limit: int | None, rebuild: bool, config: Any,
+    index_config: Any = None,
 ) -> dict[str, Any]:
     set_dir = work / name
     retrieval_set = load_set(name, set_dir / "vault", seed)
@@ -545,7 +549,7 @@ def run_set(
     product = [c for c in configs if configurations()[c].product]
     retriever = None
     if product:
-        record.update(prepare_home(retrieval_set, set_dir / f"home-{EXTRACTOR}", rebuild))
+        record.update(prepare_home(retrieval_set, set_dir / f"home-{EXTRACTOR}", rebuild, index_config))
         started = time.perf_counter()
         retriever = open_retriever(set_dir / f"home-{EXTRACTOR}", config)
         record["open_s"] = round(time.perf_counter() - started, 2)
@@ -581,6 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="Seed of the generated sets.")
     parser.add_argument("--set-config", action="append", default=[], metavar="FIELD=VALUE",
                         help="Override a RetrievalConfig field (repeatable).")
+    parser.add_argument("--index-config", action="append", default=[], metavar="FIELD=VALUE",
+                        help="Build the index with an IndexConfig field overridden (repeatable); a later run "
+                        "without it rebuilds the default index.")
     args = parser.parse_args(argv)
     sets = choices(args.sets, list(SETS), "sets")
     configs = choices(args.configs, list(known), "configs")
@@ -590,6 +597,12 @@ def main(argv: list[str] | None = None) -> int:
         config = retrieval_config_with(args.set_config)
     except (ValueError, TypeError) as error:
         raise SystemExit(f"--set-config: {error}") from error
+    from engramrag.retrieve.config import IndexConfig
+
+    try:
+        index_config = retrieval_config_with(args.index_config, IndexConfig) if args.index_config else None
+    except (ValueError, TypeError) as error:
+        raise SystemExit(f"--index-config: {error}") from error
 
     for name in sets:  # every set's module first, so a missing one does not end the run after a long build
         set_module(name)
@@ -598,7 +611,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"machine: {machine_line(info)}")
     started = datetime.now(UTC)
     work = args.work.resolve()
-    results = {name: run_set(name, work, configs, args.seed, args.limit, args.rebuild, config) for name in sets}
+    results = {name: run_set(name, work, configs, args.seed, args.limit, args.rebuild, config, index_config)
+               for name in sets}
 
     for name, result in results.items():
         counts = ", ".join(f"{group} {n}" for group, n in result["groups"].items())
@@ -633,6 +647,7 @@ def main(argv: list[str] | None = None) -> int:
             "limit_per_group": args.limit,
             "seed": args.seed,
             "set_config": args.set_config,
+            "index_config": args.index_config,
             "retrieval_config": dataclasses.asdict(config),
             "bm25_notes": {"library": "bm25s", "method": BM25_METHOD, "k1": BM25_K1, "b": BM25_B,
                            "text": "each .md file's full text, front matter included",

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from engramrag.retrieve.answer import Fact, Hit
 from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
 from engramrag.retrieve.lexical import LabelTerms, term_idf, terms
-from engramrag.retrieve.neighbours import nearest_neighbours
+from engramrag.retrieve.neighbours import nearest_neighbours, update_neighbours
 from engramrag.retrieve.ppr import neighbourhood, personalized_pagerank, walk_matrix
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, triple_seeds
 
@@ -89,6 +89,37 @@ def test_nearest_neighbours_and_density_match_brute_force() -> None:
     assert similarity[0] == pytest.approx(1.0, abs=1e-5)
     alone = nearest_neighbours(vectors[:1], k=5)
     assert alone.density(5)[0] == 0.0 and (alone.indices == -1).all()
+
+
+def test_neighbours_break_ties_by_index_and_an_update_equals_a_full_search() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(400, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[20:40] = vectors[20]  # twenty labels with one vector: more ties than k
+    keys = [f"key-{i:04d}" for i in range(400)]
+    before = nearest_neighbours(vectors, k=5)
+    assert before.indices[20].tolist() == [21, 22, 23, 24, 25]  # equal similarity: lower index first
+    assert before.indices[25].tolist() == [20, 21, 22, 23, 24]
+
+    # Three labels leave, one changes its vector, four arrive (one a copy of the tied group's vector).
+    survivors = [i for i in range(400) if i not in (3, 22, 300)]
+    after_keys = [keys[i] for i in survivors] + ["key-0000a", "key-0150a", "key-0399a", "key-9999"]
+    arriving = rng.normal(size=(4, 16)).astype(np.float32)
+    arriving /= np.linalg.norm(arriving, axis=1, keepdims=True)
+    after_vectors = np.vstack([vectors[survivors], arriving])
+    after_vectors[-4] = vectors[20]
+    after_vectors[survivors.index(100)] = after_vectors[survivors.index(101)]
+    order = np.argsort(after_keys)
+    after_keys, after_vectors = [after_keys[i] for i in order], after_vectors[order]
+
+    update = update_neighbours(before, keys, vectors, after_keys, after_vectors, k=5)
+    full = nearest_neighbours(after_vectors, k=5)
+    assert np.array_equal(update.neighbours.indices, full.indices)
+    assert np.array_equal(update.neighbours.similarities, full.similarities)
+    # Only the changed labels and those that had lost a neighbour were searched against everyone.
+    assert 5 <= update.recomputed < 60 and update.kept == len(after_keys) - update.recomputed
+    unchanged = update_neighbours(full, after_keys, after_vectors, after_keys, after_vectors, k=5)
+    assert unchanged.recomputed == 0 and np.array_equal(unchanged.neighbours.indices, full.indices)
 
 
 def exact_ppr(graph: ig.Graph, reset: dict[int, float], damping: float) -> np.ndarray:

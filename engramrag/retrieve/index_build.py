@@ -33,7 +33,7 @@ from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
-from engramrag.retrieve.neighbours import nearest_neighbours
+from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
 from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
@@ -41,10 +41,11 @@ from engramrag.vault.config import VaultConfig
 from engramrag.vault.dates import DocumentDate, document_date
 from engramrag.vectors.lancedb_store import VectorStore
 
-FORMAT = 10
+FORMAT = 11
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
+NEIGHBOURS = "neighbours.npz"
 HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
 
 # Edge kinds, as stored in graph.npz.
@@ -60,6 +61,8 @@ class IndexSummary:
     passages: int
     edges: dict[str, int]
     seconds: float
+    neighbours_recomputed: int = 0  # labels whose nearest neighbours were searched among all labels
+    neighbours_kept: int = 0  # labels whose lists were kept from the previous index (only new labels compared)
 
 
 def build_retrieval_index(
@@ -79,7 +82,7 @@ def build_retrieval_index(
                 )
         tables = _read_catalog(catalog)
     vectors = _label_vectors(home, embedder, tables["entities"])
-    graph = _assemble(tables, vectors, index_config)
+    graph = _assemble(tables, vectors, index_config, _previous_neighbours(current, embedder, index_config))
     version = f"{time.strftime('%Y%m%dT%H%M%S')}-{fingerprint[:12]}"
     target = home.ppr_path / version
     staging = home.ppr_path / f".{version}.partial"
@@ -100,8 +103,10 @@ def build_retrieval_index(
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
     os.replace(staging, target)
     _publish(home, version)
+    update = graph["neighbours"]
     return IndexSummary(
-        version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started
+        version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started,
+        update.recomputed, update.kept,
     )
 
 
@@ -136,6 +141,26 @@ def _publish(home: Home, version: str) -> None:
     for old in versions[:-2]:
         if old.name != version:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _previous_neighbours(
+    folder: Path | None, embedder: Embedder, index_config: IndexConfig
+) -> tuple[Neighbours, list[str], np.ndarray] | None:
+    """The nearest-neighbour lists, node keys and label vectors of the published index, when it was built in
+    this format with the same embedder and settings (else None: every list is computed anew)."""
+    if folder is None or not (folder / NEIGHBOURS).exists():
+        return None
+    manifest = json.loads((folder / "manifest.json").read_text())
+    same = (manifest.get("format"), manifest.get("embedder"), manifest.get("index_config")) == (
+        FORMAT, embedder.name, dataclasses.asdict(index_config)
+    )
+    if not same:
+        return None
+    with duckdb.connect(str(folder / "index.duckdb"), read_only=True) as db:
+        keys = [row[0] for row in db.execute("SELECT node_key FROM entity_nodes ORDER BY node").fetchall()]
+    with np.load(folder / NEIGHBOURS) as stored:
+        neighbours = Neighbours(stored["indices"], stored["similarities"])
+    return neighbours, keys, np.load(folder / ENTITY_VECTORS)
 
 
 def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
@@ -224,7 +249,10 @@ def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> di
 
 
 def _assemble(
-    tables: dict[str, pd.DataFrame], vectors: dict[tuple[str, str], np.ndarray], config: IndexConfig
+    tables: dict[str, pd.DataFrame],
+    vectors: dict[tuple[str, str], np.ndarray],
+    config: IndexConfig,
+    previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     # Object columns: iterating Arrow-backed strings row by row costs more than the loops' own work.
     entities, statements = tables["entities"].astype(object), tables["statements"].astype(object)
@@ -296,7 +324,12 @@ def _assemble(
             "behind the catalog. Run the build again (it embeds what is missing) or rebuild with --full."
         )
     matrix = np.stack([vector_of_node[node] for node in range(entity_count)]) if entity_count else np.zeros((0, 1))
-    neighbours = nearest_neighbours(matrix, max(config.synonym_neighbours, config.density_neighbours))
+    k = max(config.synonym_neighbours, config.density_neighbours)
+    if previous is not None:
+        update = update_neighbours(previous[0], previous[1], previous[2], node_keys, matrix, k)
+    else:
+        update = NeighbourUpdate(nearest_neighbours(matrix, k), entity_count, 0)
+    neighbours = update.neighbours
     density = neighbours.density(config.density_neighbours)
     low, high, sims = neighbours.pairs_above(config.synonym_threshold)
     for a, b, sim in zip(low.tolist(), high.tolist(), sims.tolist(), strict=True):
@@ -325,6 +358,7 @@ def _assemble(
         "specificity": specificity,
         "density": density,
         "matrix": matrix,
+        "neighbours": update,
         "passages": passages.assign(node=[passage_node[d] for d in passages["doc_id"]], **_valid_from(passages)),
         "edge_src": np.array([e[0][0] for e in ordered], dtype=np.int32),
         "edge_dst": np.array([e[0][1] for e in ordered], dtype=np.int32),
@@ -447,4 +481,6 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
     matrix = graph["matrix"] if entity_count else np.zeros((0, embedder.dimension))
     np.save(folder / ENTITY_VECTORS, np.ascontiguousarray(matrix, dtype=np.float32))
     np.save(folder / ENTITY_DENSITY, np.asarray(graph["density"], dtype=np.float32))
+    found = graph["neighbours"].neighbours
+    np.savez(folder / NEIGHBOURS, indices=found.indices, similarities=found.similarities)
     graph["notes"].save(folder)

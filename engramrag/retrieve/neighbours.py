@@ -1,7 +1,11 @@
 """Nearest entity labels: synonym edges and the local density CSLS subtracts.
 
-Exact k-nearest neighbours by blocked matrix products over the unique labels' unit vectors (float32,
-BLAS), so memory stays at one block of similarities whatever the number of labels.
+Exact k-nearest neighbours over the unique labels' unit vectors. Candidates are found by blocked float32 matrix
+products (BLAS), so memory stays at one block of similarities whatever the number of labels; the similarity of
+each candidate pair is then recomputed in float64 and rounded to ``DIGITS`` decimals, and each label's neighbours
+are ordered by (similarity descending, index ascending). That makes the result a function of the vectors alone,
+not of how the products were blocked, so :func:`update_neighbours` can keep the lists of labels that did not
+change and still give exactly what :func:`nearest_neighbours` gives over the whole set.
 """
 
 from __future__ import annotations
@@ -11,6 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 BLOCK = 2048
+DIGITS = 6
+# Float32 products are off by about 1e-7: candidates are taken this much wider than k, and a row whose k-th
+# similarity lies within MARGIN of the widest candidate's is computed exactly over all labels.
+SLACK = 3
+MARGIN = 3e-5  # float32 error bound of a 512-dimensional dot product of unit vectors
 
 
 @dataclass(frozen=True)
@@ -39,22 +48,117 @@ class Neighbours:
         return low[first], high[first], s[first]
 
 
+@dataclass(frozen=True)
+class NeighbourUpdate:
+    neighbours: Neighbours
+    recomputed: int  # labels whose lists were computed against every label
+    kept: int  # labels whose lists were kept and merged with the changed labels only
+
+
 def nearest_neighbours(vectors: np.ndarray, k: int) -> Neighbours:
     """The ``k`` most similar other rows of each row of ``vectors`` (unit rows, so dot = cosine)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    return _rows_against_all(vectors, np.arange(vectors.shape[0]), k)
+
+
+def update_neighbours(
+    previous: Neighbours, previous_keys: list[str], previous_vectors: np.ndarray, keys: list[str],
+    vectors: np.ndarray, k: int,
+) -> NeighbourUpdate:  # fmt: skip
+    """The neighbours of ``keys``/``vectors`` (keys sorted, as the index numbers its nodes), computed from the
+    ``previous`` lists: a label whose vector is unchanged and none of whose neighbours left or changed keeps its
+    list, merged with the labels that are new or changed; every other label is computed against all. Equal to
+    ``nearest_neighbours(vectors, k)``."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n = vectors.shape[0]
-    width = max(0, min(k, n - 1))
+    old_index = {key: i for i, key in enumerate(previous_keys)}
+    new_of_old = np.full(len(previous_keys), -1, dtype=np.int64)
+    changed = np.ones(n, dtype=bool)
+    for i, key in enumerate(keys):
+        j = old_index.get(key)
+        if j is not None and np.array_equal(previous_vectors[j], vectors[i]):
+            new_of_old[j] = i
+            changed[i] = False
+    if previous.indices.shape[1] != k:
+        return NeighbourUpdate(nearest_neighbours(vectors, k), n, 0)
+    old_of_new = np.full(n, -1, dtype=np.int64)
+    old_of_new[new_of_old[new_of_old >= 0]] = np.nonzero(new_of_old >= 0)[0]
+    # A kept label's old list, renumbered; a neighbour that left or changed makes its list unusable.
+    kept_rows = np.nonzero(~changed)[0]
+    old_lists = previous.indices[old_of_new[kept_rows]]
+    mapped = np.where(old_lists >= 0, new_of_old[np.maximum(old_lists, 0)], -1)
+    lost = ((old_lists >= 0) & (mapped < 0)).any(axis=1)
+    recompute = np.sort(np.concatenate([np.nonzero(changed)[0], kept_rows[lost]]))
+    merge_rows, merge_lists = kept_rows[~lost], mapped[~lost]
+    merge_sims = previous.similarities[old_of_new[merge_rows]]
+
     indices = np.full((n, k), -1, dtype=np.int64)
     similarities = np.full((n, k), -np.inf, dtype=np.float32)
+    if len(recompute):
+        full = _rows_against_all(vectors, recompute, k)
+        indices[recompute], similarities[recompute] = full.indices, full.similarities
+    fresh = np.nonzero(changed)[0]
+    if len(merge_rows):
+        if len(fresh):
+            extra = _exact(vectors[merge_rows].astype(np.float64) @ vectors[fresh].astype(np.float64).T)
+            candidates = np.concatenate([merge_lists, np.broadcast_to(fresh, (len(merge_rows), len(fresh)))], axis=1)
+            scores = np.concatenate([_exact(merge_sims.astype(np.float64)), extra], axis=1)
+            candidates = np.where(np.isfinite(scores), candidates, -1)
+        else:
+            candidates, scores = merge_lists, _exact(merge_sims.astype(np.float64))
+        top, top_sims = _ordered(candidates, scores, min(k, max(0, n - 1)))
+        indices[merge_rows, : top.shape[1]], similarities[merge_rows, : top.shape[1]] = top, top_sims
+    return NeighbourUpdate(Neighbours(indices, similarities), len(recompute), len(merge_rows))
+
+
+def _rows_against_all(vectors: np.ndarray, rows: np.ndarray, k: int) -> Neighbours:
+    """Neighbours of ``vectors[rows]`` among all rows, exactly ordered (see the module docstring)."""
+    n = vectors.shape[0]
+    width = max(0, min(k, n - 1))
+    indices = np.full((len(rows), k), -1, dtype=np.int64)
+    similarities = np.full((len(rows), k), -np.inf, dtype=np.float32)
     if width == 0:
         return Neighbours(indices, similarities)
-    for start in range(0, n, BLOCK):
-        stop = min(n, start + BLOCK)
-        block = vectors[start:stop] @ vectors.T
-        block[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # a label is not its own neighbour
-        top = np.argpartition(-block, width - 1, axis=1)[:, :width]
-        top_sims = np.take_along_axis(block, top, axis=1)
-        order = np.argsort(-top_sims, axis=1, kind="stable")
-        indices[start:stop, :width] = np.take_along_axis(top, order, axis=1)
-        similarities[start:stop, :width] = np.take_along_axis(top_sims, order, axis=1)
+    wide = min(n - 1, width * SLACK)
+    for start in range(0, len(rows), BLOCK):
+        chosen = rows[start : start + BLOCK]
+        block = vectors[chosen] @ vectors.T
+        block[np.arange(len(chosen)), chosen] = -np.inf  # a label is not its own neighbour
+        candidates = np.argpartition(-block, wide - 1, axis=1)[:, :wide]
+        floor = np.take_along_axis(block, candidates, axis=1).min(axis=1)
+        top, top_sims = _ordered(candidates, _pair_similarities(vectors, chosen, candidates), width)
+        if wide < n - 1:
+            # Where the k-th exact similarity comes near the widest float32 candidate's, a label outside the
+            # candidates could belong: those rows are computed exactly against every label.
+            unsure = np.nonzero(top_sims[:, -1] - floor <= MARGIN)[0]
+            if len(unsure):
+                exact = _exact(vectors[chosen[unsure]].astype(np.float64) @ vectors.T.astype(np.float64))
+                exact[np.arange(len(unsure)), chosen[unsure]] = -np.inf
+                everyone = np.broadcast_to(np.arange(n), exact.shape)
+                top[unsure], top_sims[unsure] = _ordered(everyone, exact, width)
+        indices[start : start + len(chosen), :width] = top
+        similarities[start : start + len(chosen), :width] = top_sims
     return Neighbours(indices, similarities)
+
+
+def _pair_similarities(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Rounded float64 cosine of each of ``rows`` with each of its own ``columns`` (one list per row)."""
+    found = np.empty(columns.shape, dtype=np.float64)
+    for start in range(0, len(rows), 256):
+        part = slice(start, start + 256)
+        left = vectors[rows[part]].astype(np.float64)
+        found[part] = np.einsum("rd,rcd->rc", left, vectors[columns[part]].astype(np.float64))
+    return _exact(found)
+
+
+def _exact(similarities: np.ndarray) -> np.ndarray:
+    return np.round(similarities, DIGITS)
+
+
+def _ordered(candidates: np.ndarray, scores: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the ``width`` candidates of highest score, ties by lower index; absent ones (-1) last."""
+    scores = np.where(candidates >= 0, scores, -np.inf)
+    order = np.lexsort((candidates, -scores), axis=1)[:, :width]
+    top = np.take_along_axis(candidates, order, axis=1)
+    top_sims = np.take_along_axis(scores, order, axis=1).astype(np.float32)
+    return np.where(np.isfinite(top_sims), top, -1), top_sims
