@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from engramrag.retrieve.config import IndexConfig
 from eval import retrieval_benchmark as bench
 from eval.sets.base import Question, RetrievalSet, write_files
 from tests.conftest import build_environment
@@ -134,6 +135,10 @@ def test_retrieval_config_overrides():
     with pytest.raises(ValueError):
         bench.retrieval_config_with(["damping"])
     assert [bench.parse_value(v) for v in ("off", "None", "3", "2.5", "x")] == [False, None, 3, 2.5, "x"]
+    index = bench.retrieval_config_with(["analysis_edge_weight=0"], IndexConfig)  # --index-config
+    assert isinstance(index, IndexConfig) and index.analysis_edge_weight == 0.0
+    with pytest.raises(ValueError, match="IndexConfig has no field damping"):
+        bench.retrieval_config_with(["damping=1"], IndexConfig)
 
 
 def test_limit_per_group_keeps_set_order():
