@@ -10,6 +10,7 @@ import re
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 
 from engramrag.vault.document import Document, Link, Span
 from engramrag.vault.markdown import mask_code
@@ -58,6 +59,9 @@ def _sorted_links(document: Document) -> tuple[list[int], list[Link]]:
     return cached
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def span_at(document: Document, start: int, end: int) -> Span:
     """``document.span(start, end)`` in logarithmic time: the line numbers come from a cached index of newline
     offsets instead of counting newlines from the start of the text for every span."""
@@ -71,10 +75,11 @@ def span_at(document: Document, start: int, end: int) -> Span:
     return Span(start, end, line_start, line_end)
 
 
+@lru_cache(maxsize=1 << 18)  # the global steps normalise the same labels hundreds of thousands of times
 def normalise_label(label: str) -> str:
     """The identity form of a label within one document: NFKC, case-folded, single spaces, no edge punctuation."""
     text = unicodedata.normalize("NFKC", label).casefold()
-    return re.sub(r"\s+", " ", text).strip().strip(EDGE_PUNCTUATION)
+    return _SPACES.sub(" ", text).strip().strip(EDGE_PUNCTUATION)
 
 
 def snake_case(key: str) -> str:
