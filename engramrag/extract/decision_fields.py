@@ -136,7 +136,9 @@ def references(text: str, start: int, end: int) -> list[tuple[str, Found]]:
             if separator is None:
                 break
             position = separator.end()
-    for korean in KOREAN_SUPERSESSION.finditer(text, start, end):
+    # The pattern tries a reference at every position; a text without the verb cannot match it.
+    koreans = KOREAN_SUPERSESSION.finditer(text, start, end) if text.find("대체", start, end) >= 0 else ()
+    for korean in koreans:
         passive = korean.group("particle") in ("로", "으로") and korean.group("tail").startswith(("되", "됨", "됐"))
         written = korean.group("reference")
         link = MARKDOWN_LINK.fullmatch(written) or WIKI_LINK.fullmatch(written)
