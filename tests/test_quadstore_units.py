@@ -1,0 +1,48 @@
+"""The quad store's own operations on a small store in a temp folder: a step's swap writes only the difference
+and never takes another owner's quad; N-Quads-encoded graphs load like graphs built of terms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from engramrag.ontology.graphs import DocumentGraphs
+from engramrag.ontology.quadstore import QuadStore
+from engramrag.ontology.vocab import document_graphs
+
+ASSERTION, ANALYSIS = (ox.NamedNode(str(iri)) for iri in document_graphs("a.md"))
+GRAPH = ASSERTION
+
+
+def _quad(n: int, graph: ox.NamedNode = GRAPH) -> ox.Quad:
+    return ox.Quad(ox.NamedNode(f"https://example.org/e/{n}"), ox.NamedNode("https://example.org/p"),
+                   ox.Literal(str(n)), graph)  # fmt: skip
+
+
+def test_a_swap_writes_the_difference_restores_what_was_dropped_and_takes_no_other_quad(tmp_path: Path) -> None:
+    with QuadStore.opened(tmp_path / "quads") as store:
+        extraction_quad = _quad(3)
+        store._store.add(extraction_quad)  # as a document's extraction would hold it
+        first = store.swap_quads([], [_quad(1), _quad(2), extraction_quad])
+        assert first == [_quad(1), _quad(2)]  # the extraction's quad is not the step's
+        store._store.remove(_quad(1))  # the note was re-extracted: its graphs were dropped and rebuilt
+        second = store.swap_quads(first, [_quad(1), _quad(2), extraction_quad])
+        assert second == [_quad(1), _quad(2)] and _quad(1) in store._store
+        third = store.swap_quads(second, [_quad(2), _quad(4)])
+        assert third == [_quad(2), _quad(4)]
+        assert set(store._store) == {_quad(2), _quad(3), _quad(4)}  # 1 withdrawn, the extraction's 3 kept
+
+
+def test_encoded_graphs_load_as_the_terms_do(tmp_path: Path) -> None:
+    graphs = DocumentGraphs(ASSERTION, ANALYSIS)
+    graphs.assertion += [(q.subject, q.predicate, q.object) for q in (_quad(1), _quad(2))]
+    graphs.analysis.append((_quad(5).subject, _quad(5).predicate, ox.Literal("x\ny \"quoted\"")))
+    encoded = graphs.encoded()
+    assert encoded.quad_count == 3 and set(encoded.quads()) == set(graphs.quads())
+    with QuadStore.opened(tmp_path / "fresh") as fresh, QuadStore.opened(tmp_path / "replaced") as replaced:
+        fresh.replace_documents([("a.md", encoded)])  # no graphs yet: the bulk loader
+        replaced.replace_documents([("a.md", graphs)])
+        replaced._store.add(_quad(9))  # a stale quad of the old extraction
+        replaced.replace_documents([("a.md", encoded)])  # graphs exist: dropped and written in one transaction
+        assert set(fresh._store) == set(replaced._store) == set(graphs.quads())
