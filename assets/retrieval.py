@@ -53,10 +53,12 @@ def document_embeddings(
 def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     embedder = engram.make_embedder()
     summary = build_retrieval_index(engram.home_dir(), engram.vault_config(), embedder)
-    if summary.rebuilt:
+    consistency = context.run.tags.get("engram/pass") == "consistency"
+    optimised: dict[str, str] = {}
+    if summary.rebuilt or consistency:
         from engramrag.vectors.lancedb_store import VectorStore
 
-        VectorStore.for_home(engram.home_dir(), embedder).refresh_indexes()
+        optimised = VectorStore.for_home(engram.home_dir(), embedder).refresh_indexes(force=consistency)
     return dg.MaterializeResult(
         metadata={
             "version": summary.version,
@@ -66,6 +68,7 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "seconds": round(summary.seconds, 2),
             "neighbours_recomputed": summary.neighbours_recomputed,
             "neighbours_kept": summary.neighbours_kept,
+            "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}
     )

@@ -11,6 +11,7 @@ from engramrag.embed.hashing import HashEmbedder
 from engramrag.store import Home
 from engramrag.vectors import TABLES, VectorStore, VectorStoreMismatch
 from engramrag.vectors.fts_text import fts_text
+from engramrag.vectors.lancedb_store import MAX_SMALL_FRAGMENTS, optimize_reason
 
 EMBEDDER = HashEmbedder()
 EN, KO = "doc-en", "doc-ko"
@@ -209,3 +210,16 @@ def test_fts_text_bigrams_cjk_runs_only() -> None:
     assert fts_text("데이터 파이프라인을 Dagster로") == "데이 이터 파이 이프 프라 라인 인을 dagster 로"
     assert fts_text("The Pipelines, 2024!") == "the pipelines 2024"
     assert fts_text("집") == "집"
+
+
+def test_indexes_are_optimised_only_when_a_table_needs_it(filled: VectorStore) -> None:
+    first = filled.refresh_indexes()  # the first refresh builds the BM25 index; nothing needs compacting yet
+    assert first == {} and filled.has_fts_index()
+    for round_ in range(MAX_SMALL_FRAGMENTS):  # each build's merge adds a small fragment
+        filled.replace_documents("chunks", [f"doc-{round_}"], chunk_rows(f"doc-{round_}", [f"note {round_} on Kafka"]))
+    assert "small fragments" in optimize_reason(filled.table("chunks"))
+    assert optimize_reason(filled.table("triples")) is None
+    assert set(filled.refresh_indexes()) == {"chunks"}
+    assert optimize_reason(filled.table("chunks")) is None
+    assert docs_of(filled.search_text("Kafka note 7"))[0] == "doc-7"  # found through the optimised index
+    assert set(filled.refresh_indexes(force=True)) == set(TABLES)  # the consistency pass optimises every table
