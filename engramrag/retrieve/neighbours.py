@@ -71,6 +71,8 @@ def update_neighbours(
     ``nearest_neighbours(vectors, k)``."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n = vectors.shape[0]
+    if previous.indices.shape[1] != k:
+        return NeighbourUpdate(nearest_neighbours(vectors, k), n, 0)
     old_index = {key: i for i, key in enumerate(previous_keys)}
     new_of_old = np.full(len(previous_keys), -1, dtype=np.int64)
     changed = np.ones(n, dtype=bool)
@@ -79,8 +81,6 @@ def update_neighbours(
         if j is not None and np.array_equal(previous_vectors[j], vectors[i]):
             new_of_old[j] = i
             changed[i] = False
-    if previous.indices.shape[1] != k:
-        return NeighbourUpdate(nearest_neighbours(vectors, k), n, 0)
     old_of_new = np.full(n, -1, dtype=np.int64)
     old_of_new[new_of_old[new_of_old >= 0]] = np.nonzero(new_of_old >= 0)[0]
     # A kept label's old list, renumbered; a neighbour that left or changed makes its list unusable.
@@ -90,7 +90,7 @@ def update_neighbours(
     lost = ((old_lists >= 0) & (mapped < 0)).any(axis=1)
     recompute = np.sort(np.concatenate([np.nonzero(changed)[0], kept_rows[lost]]))
     merge_rows, merge_lists = kept_rows[~lost], mapped[~lost]
-    merge_sims = previous.similarities[old_of_new[merge_rows]]
+    merge_sims = _exact(previous.similarities[old_of_new[merge_rows]].astype(np.float64))  # stored as float32
 
     indices = np.full((n, k), -1, dtype=np.int64)
     similarities = np.full((n, k), -np.inf, dtype=np.float32)
@@ -102,10 +102,10 @@ def update_neighbours(
         if len(fresh):
             extra = _exact(vectors[merge_rows].astype(np.float64) @ vectors[fresh].astype(np.float64).T)
             candidates = np.concatenate([merge_lists, np.broadcast_to(fresh, (len(merge_rows), len(fresh)))], axis=1)
-            scores = np.concatenate([_exact(merge_sims.astype(np.float64)), extra], axis=1)
+            scores = np.concatenate([merge_sims, extra], axis=1)
             candidates = np.where(np.isfinite(scores), candidates, -1)
         else:
-            candidates, scores = merge_lists, _exact(merge_sims.astype(np.float64))
+            candidates, scores = merge_lists, merge_sims
         top, top_sims = _ordered(candidates, scores, min(k, max(0, n - 1)))
         indices[merge_rows, : top.shape[1]], similarities[merge_rows, : top.shape[1]] = top, top_sims
     return NeighbourUpdate(Neighbours(indices, similarities), len(recompute), len(merge_rows))
@@ -120,6 +120,7 @@ def _rows_against_all(vectors: np.ndarray, rows: np.ndarray, k: int) -> Neighbou
     if width == 0:
         return Neighbours(indices, similarities)
     wide = min(n - 1, width * SLACK)
+    exact_all: np.ndarray | None = None  # every label in float64, made once if some row needs it
     for start in range(0, len(rows), BLOCK):
         chosen = rows[start : start + BLOCK]
         block = vectors[chosen] @ vectors.T
@@ -132,7 +133,8 @@ def _rows_against_all(vectors: np.ndarray, rows: np.ndarray, k: int) -> Neighbou
             # candidates could belong: those rows are computed exactly against every label.
             unsure = np.nonzero(top_sims[:, -1] - floor <= MARGIN)[0]
             if len(unsure):
-                exact = _exact(vectors[chosen[unsure]].astype(np.float64) @ vectors.T.astype(np.float64))
+                exact_all = vectors.astype(np.float64) if exact_all is None else exact_all
+                exact = _exact(exact_all[chosen[unsure]] @ exact_all.T)
                 exact[np.arange(len(unsure)), chosen[unsure]] = -np.inf
                 everyone = np.broadcast_to(np.arange(n), exact.shape)
                 top[unsure], top_sims[unsure] = _ordered(everyone, exact, width)
