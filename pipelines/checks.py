@@ -38,8 +38,9 @@ def _written_scope(context: dg.AssetCheckExecutionContext, engram: EngramStores)
 
 
 @dg.asset_check(asset=document_catalog, description="Every Statement node names the document it was derived "
-                "from (prov:wasDerivedFrom, its own graph's document) and its extractor (pav:createdBy). "
-                "Checks the graphs the run wrote; the consistency pass checks all.")
+                "from (prov:wasDerivedFrom, its own graph's document) and its extractor (pav:createdBy), on "
+                "itself or through its graph, which states both once. Checks the graphs the run wrote; the "
+                "consistency pass checks all.")
 def statements_name_document_and_extractor(
     context: dg.AssetCheckExecutionContext, engram: EngramStores
 ) -> dg.AssetCheckResult:

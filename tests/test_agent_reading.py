@@ -393,7 +393,7 @@ def test_select_sees_the_union_and_named_graphs(built):
     )
     assert graphs["rows"] == [{"g": {"type": "iri", "value": MINJI_GRAPH}}]
     typed = query_graph(
-        home, f"SELECT ?line WHERE {{ ?s engram:lineStart ?line ; prov:wasDerivedFrom <{MINJI_GRAPH}> }} LIMIT 1"
+        home, f"SELECT ?line WHERE {{ GRAPH <{MINJI_GRAPH}> {{ ?s engram:lineStart ?line }} }} LIMIT 1"
     )
     assert typed["rows"][0]["line"]["datatype"] == "http://www.w3.org/2001/XMLSchema#integer"
 

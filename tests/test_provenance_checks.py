@@ -10,7 +10,7 @@ from assets.catalog import document_catalog
 from engramrag.checks import provenance
 from engramrag.lifecycle.summary import documents_written_in
 from engramrag.ontology.quadstore import QuadStore
-from engramrag.ontology.vocab import PAV, PROV, analysis_graph_iri, document_iri
+from engramrag.ontology.vocab import ENGRAM, PAV, PROV, analysis_graph_iri, document_iri
 from pipelines.checks import provenance_checks
 from tests.conftest import Lifecycle
 
@@ -50,10 +50,11 @@ def test_a_document_missing_from_the_catalog_fails_quads_belong_to_live_document
 def test_a_statement_without_its_document_fails_statements_name_document_and_extractor(lifecycle: Lifecycle):
     lifecycle.run_all()
     graph = str(document_iri("tools/duckdb.md"))
+    # the graph states its document once, as its own node: without it, its statements name no document
     with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
         store._store.update(
-            f"DELETE {{ GRAPH <{graph}> {{ ?s <{PROV.wasDerivedFrom}> ?d }} }} "
-            f"WHERE {{ GRAPH <{graph}> {{ ?s <{PROV.wasDerivedFrom}> ?d }} }}"
+            f"DELETE {{ GRAPH <{graph}> {{ <{graph}> a <{ENGRAM.Document}> }} }} "
+            f"WHERE {{ GRAPH <{graph}> {{ <{graph}> a <{ENGRAM.Document}> }} }}"
         )
     results = check_results(lifecycle)
     assert results["statements_name_document_and_extractor"] is False
@@ -67,9 +68,10 @@ def test_a_build_checks_the_graphs_it_wrote(lifecycle: Lifecycle, vault):
     graph = str(document_iri("tools/duckdb.md"))
     with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
         store._store.update(
-            f"DELETE {{ GRAPH <{graph}> {{ ?s <{PAV.createdBy}> ?d }} }} "
-            f"WHERE {{ GRAPH <{graph}> {{ ?s a <https://engramrag.org/ns#Statement> ; <{PAV.createdBy}> ?d }} }}"
+            f"DELETE {{ GRAPH <{graph}> {{ <{graph}> <{PAV.createdBy}> ?d }} }} "
+            f"WHERE {{ GRAPH <{graph}> {{ <{graph}> <{PAV.createdBy}> ?d }} }}"
         )
+    assert check_results(lifecycle)["statements_name_document_and_extractor"] is False
     with (vault / "tools/duckdb.md").open("a", encoding="utf-8") as handle:
         handle.write("\nDuckDB keeps the catalog.\n")
     evaluations = {e.check_name: e for e in lifecycle.run_all().get_asset_check_evaluations()}
@@ -78,6 +80,21 @@ def test_a_build_checks_the_graphs_it_wrote(lifecycle: Lifecycle, vault):
     assert evaluations["statements_name_document_and_extractor"].metadata["scope"].value == (
         "1 documents this run wrote or deleted"
     )
+
+
+def test_a_statement_that_names_another_document_fails_its_check(lifecycle: Lifecycle):
+    lifecycle.run_all()
+    graph = str(document_iri("tools/duckdb.md"))
+    elsewhere = str(document_iri("projects/falcon.md"))
+    with lifecycle.home.writing(), QuadStore.opened(lifecycle.home.quads_path) as store:
+        store._store.update(
+            f"INSERT {{ GRAPH <{graph}> {{ ?s <{PROV.wasDerivedFrom}> <{elsewhere}> }} }} "
+            f"WHERE {{ GRAPH <{graph}> {{ ?s a <{ENGRAM.Statement}> }} }}"
+        )
+    outcome = provenance.statements_name_document_and_extractor(lifecycle.home, ["tools/duckdb.md"])
+    assert outcome.passed is False
+    assert outcome.metadata["failing_statements"]
+    assert provenance.statements_name_document_and_extractor(lifecycle.home, ["projects/falcon.md"]).passed
 
 
 def test_an_author_assertion_in_an_analysis_graph_fails_its_check(lifecycle: Lifecycle):

@@ -1,5 +1,10 @@
 """Provenance checks: every quad's graph belongs to a live document; every statement names its document and
-extractor; analysis graphs hold no author assertions."""
+extractor; analysis graphs hold no author assertions.
+
+A statement names its document and extractor itself (``prov:wasDerivedFrom``, ``pav:createdBy`` on the node: a
+reviewed supersession, a later value, graphs written before issue 16) or through its graph, which states them once
+(``ontology/graphs.py``): the assertion graph is its document's node and names the extractor; the analysis graph
+names its document and extractor about itself. Either way the document must be the graph's own."""
 
 from __future__ import annotations
 
@@ -21,6 +26,17 @@ SELECT ?g ?statement ?document ?extractor WHERE {{
   %(bind)s
 }}"""
 
+# What each graph states about itself: its document (the node itself for an assertion graph) and its extractor.
+GRAPH_PROVENANCE = f"""
+SELECT ?g ?document ?extractor WHERE {{
+  GRAPH %(graph)s {{
+    {{ %(self)s a <{ENGRAM.Document}> BIND(%(self)s AS ?document) }}
+    UNION {{ %(self)s <{PROV.wasDerivedFrom}> ?document }}
+    OPTIONAL {{ %(self)s <{PAV.createdBy}> ?extractor }}
+  }}
+  %(bind)s
+}}"""
+
 AUTHOR_ASSERTIONS = f"""
 SELECT ?g ?s ?author WHERE {{
   GRAPH %(graph)s {{ ?s <{PAV.authoredBy}> ?author }}
@@ -36,10 +52,12 @@ def _solutions(quads: QuadStore, template: str, graphs: list[str] | None):
     only that graph's quads; a VALUES block over ?g does not (measured: 10.6 s against 0.02 s for one
     document in a 1,000-document store)."""
     if graphs is None:
-        yield from quads.query(template % {"graph": "?g", "bind": ""})
+        yield from quads.query(template % {"graph": "?g", "self": "?g", "bind": ""})
         return
     for graph in graphs:
-        yield from quads.query(template % {"graph": f"<{graph}>", "bind": f"BIND(<{graph}> AS ?g)"})
+        yield from quads.query(
+            template % {"graph": f"<{graph}>", "self": f"<{graph}>", "bind": f"BIND(<{graph}> AS ?g)"}
+        )
 
 
 def _scoped_graphs(documents: list[str] | None, analysis_only: bool = False) -> list[str] | None:
@@ -97,8 +115,15 @@ def statements_name_document_and_extractor(home: Home, documents: list[str] | No
     # flag fails, so that the frame stays small and the failures still name their statements.
     rows = []
     with home.reading(), QuadStore.opened(home.quads_path, read_only=True) as quads:
-        for solution in _solutions(quads, STATEMENT_PROVENANCE, _scoped_graphs(documents)):
-            document, extractor = solution["document"], solution["extractor"]
+        scope = _scoped_graphs(documents)
+        stated = {
+            solution["g"].value: (solution["document"], solution["extractor"])
+            for solution in _solutions(quads, GRAPH_PROVENANCE, scope)
+        }
+        for solution in _solutions(quads, STATEMENT_PROVENANCE, scope):
+            graph_document, graph_extractor = stated.get(solution["g"].value, (None, None))
+            document = solution["document"] or graph_document
+            extractor = solution["extractor"] or graph_extractor
             own = document is not None and solution["g"].value.removesuffix(ANALYSIS_SUFFIX) == document.value
             ok = own and extractor is not None
             rows.append((None if ok else solution["statement"].value, document is not None, extractor is not None,

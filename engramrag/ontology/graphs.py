@@ -1,9 +1,16 @@
 """One document's extraction as RDF: its assertion graph ``<doc>`` and its analysis graph ``<doc>#analysis``.
 
-Each relation appears twice: as the plain triple (subject, relation, object), which graph queries and
-PageRank use, and as a Statement node that carries the provenance: the original label, the exact span and
-lines, the document it was derived from, the human author (``pav:authoredBy``, assertion graph only) and
-the extractor (``pav:createdBy``).
+Provenance is stated once per graph, not once per statement (issue 16, the lean store): the document node of
+the assertion graph names the extractor (``pav:createdBy``) and the human author (``pav:authoredBy``); the
+analysis graph names its document (``prov:wasDerivedFrom``) and extractor about itself. A statement belongs to the
+document whose graph holds it, so it carries only what is its own.
+
+An author's relation appears twice: as the plain triple (subject, relation, object), which graph queries use, and
+as a Statement node with its original label, exact span and lines and quote. A statement that says otherwise
+(a reviewed supersession, a later value) names its own ``prov:wasDerivedFrom`` and ``pav:createdBy``, which win.
+The machine's own analysis (co-occurrence pairs, most of all statements) is the plain triple only in the analysis
+graph: its sentence span stays in the catalog's ``statements`` table. Measured on MuSiQue's 1,890 notes, the
+Statement nodes of co-occurrence pairs were 73% of all quads.
 
 An entity is typed with its kind's class. A custom kind is declared where it is used: the assertion graph states
 ``kind:Custom rdfs:subClassOf kind:Core`` as the extraction declared it, so the declaration is replaced with the
@@ -63,12 +70,7 @@ TITLE, PATH, BODY_HASH, AGENT_AUTHORED, MODEL = (
     _iri(ENGRAM.model),
 )
 SUBJECT, PREDICATE, OBJECT = _iri(RDF.subject), _iri(RDF.predicate), _iri(RDF.object)
-ORIGINAL_LABEL, QUOTE, MENTIONED_IN, MENTION_COUNT = (
-    _iri(ENGRAM.originalLabel),
-    _iri(ENGRAM.quote),
-    _iri(ENGRAM.mentionedIn),
-    _iri(ENGRAM.mentionCount),
-)
+ORIGINAL_LABEL, QUOTE, MENTION_COUNT = _iri(ENGRAM.originalLabel), _iri(ENGRAM.quote), _iri(ENGRAM.mentionCount)
 SPAN_START, SPAN_END = _iri(ENGRAM.spanStart), _iri(ENGRAM.spanEnd)
 LINE_START, LINE_END = _iri(ENGRAM.lineStart), _iri(ENGRAM.lineEnd)
 DERIVED_FROM, CREATED_BY, AUTHORED_BY = _iri(PROV.wasDerivedFrom), _iri(PAV.createdBy), _iri(PAV.authoredBy)
@@ -148,11 +150,11 @@ def build_document_graphs(
 
     entity_prefix = f"{doc_iri}{ENTITY_FRAGMENT}"
     for entity in extraction.entities:
+        # No engram:mentionedIn: the entity's IRI and its graph are the document's.
         node = ox.NamedNode(entity_prefix + entity.key)
         add((node, TYPE, ENTITY))
         add((node, TYPE, _kind(entity.kind)))
         add((node, LABEL, ox.Literal(entity.label)))
-        add((node, MENTIONED_IN, doc))
         add((node, MENTION_COUNT, _integer(len(entity.spans))))
         for alias in entity.aliases:
             add((node, ALT_LABEL, ox.Literal(alias)))
@@ -160,36 +162,35 @@ def build_document_graphs(
     for kind, parent in sorted(extraction.custom_kinds.items()):
         add((_kind(kind), SUBCLASS_OF, _kind(parent)))
 
-    context = _StatementContext(document, doc, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}", extractor, author)
+    context = _StatementContext(document, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}")
     for statement in extraction.statements:
-        context.add(graphs.assertion if statement.role == "assertion" else graphs.analysis, statement)
+        if statement.role == "assertion":
+            context.add(graphs.assertion, statement)
+        else:
+            graphs.analysis.append(context.triple(statement))
+    if graphs.analysis:
+        graphs.analysis += [(graphs.analysis_iri, DERIVED_FROM, doc), (graphs.analysis_iri, CREATED_BY, extractor)]
     return graphs
 
 
 class _StatementContext:
     """What every statement of one document shares, so each statement costs only its own terms."""
 
-    def __init__(
-        self,
-        document: Document,
-        doc: ox.NamedNode,
-        entity_prefix: str,
-        statement_prefix: str,
-        extractor: ox.NamedNode,
-        author: ox.NamedNode | None,
-    ) -> None:
-        self.document, self.doc, self.extractor, self.author = document, doc, extractor, author
-        self.entity_prefix, self.statement_prefix = entity_prefix, statement_prefix
+    def __init__(self, document: Document, entity_prefix: str, statement_prefix: str) -> None:
+        self.document, self.entity_prefix, self.statement_prefix = document, entity_prefix, statement_prefix
 
-    def add(self, target: list[Triple], statement: Statement) -> None:
+    def triple(self, statement: Statement) -> Triple:
         subject = ox.NamedNode(self.entity_prefix + statement.subject)
-        relation = _relation(statement.predicate)
         if statement.object_is_entity:
             obj: Term = ox.NamedNode(self.entity_prefix + statement.obj)
         elif statement.datatype == "date":
             obj = ox.Literal(statement.obj, datatype=XSD_DATE)
         else:
             obj = ox.Literal(statement.obj)
+        return subject, _relation(statement.predicate), obj
+
+    def add(self, target: list[Triple], statement: Statement) -> None:
+        subject, relation, obj = self.triple(statement)
         node = ox.NamedNode(self.statement_prefix + statement_id(statement))
         target += [
             (subject, relation, obj),
@@ -198,8 +199,6 @@ class _StatementContext:
             (node, PREDICATE, relation),
             (node, OBJECT, obj),
             (node, ORIGINAL_LABEL, ox.Literal(statement.label)),
-            (node, DERIVED_FROM, self.doc),
-            (node, CREATED_BY, self.extractor),
         ]
         span = statement.span
         if span is not None:
@@ -208,14 +207,8 @@ class _StatementContext:
                 (node, SPAN_END, _integer(span.end)),
                 (node, LINE_START, _integer(span.line_start)),
                 (node, LINE_END, _integer(span.line_end)),
+                (node, QUOTE, ox.Literal(self.document.text[span.start : span.end])),
             ]
-        if statement.role == "assertion":
-            if self.author is not None:
-                target.append((node, AUTHORED_BY, self.author))
-            if span is not None:
-                # The sentence an analysis statement spans is shared by all its pairs; only assertions
-                # carry their quote, which is what a reader checks against the source.
-                target.append((node, QUOTE, ox.Literal(self.document.text[span.start : span.end])))
 
 
 @lru_cache(maxsize=65536)
