@@ -30,7 +30,8 @@ def document_embeddings(
     buckets = buckets_of(context.partition_keys)
     summary = embed_documents(engram.home_dir(), engram.vault_config(), buckets, engram.make_embedder(), config.full)
     return dg.MaterializeResult(
-        metadata={"embedded": len(summary.embedded), "removed": len(summary.removed), "texts": summary.texts}
+        metadata={"embedded": len(summary.embedded), "removed": len(summary.removed), "texts": summary.texts,
+                  "labels_added": summary.labels_added, "labels_dropped": summary.labels_dropped}
         | {f"{table}_rows": rows for table, rows in summary.rows.items()}
     )
 

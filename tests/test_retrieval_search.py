@@ -156,7 +156,11 @@ def run_bucket(vault: Path, home: Home, relative_path: str, instance: dg.Dagster
 
 def vector_rows(home: Home, doc_id: str) -> dict[str, int]:
     store = VectorStore.for_home(home, HashEmbedder())
-    return {table: store.count(table, f"doc_id = '{doc_id}'") for table in ("chunks", "entity_labels", "triples")}
+    return {table: store.count(table, f"doc_id = '{doc_id}'") for table in ("chunks", "triples")}
+
+
+def zanzibar_labels(home: Home) -> set[str]:
+    return {label for label in VectorStore.for_home(home, HashEmbedder()).stored_labels() if "Zanzibar" in label}
 
 
 def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
@@ -176,7 +180,7 @@ def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
         with duckdb.connect(str(home.catalog_path), read_only=True) as catalog:
             doc_id = catalog.execute("SELECT doc_id FROM documents WHERE path = 'tools/grafana.md'").fetchone()[0]
         before = vector_rows(home, doc_id)
-        assert before["chunks"] > 0 and before["entity_labels"] > 0
+        assert before["chunks"] > 0 and before["triples"] > 0 and not zanzibar_labels(home)
 
         note = vault / "tools" / "grafana.md"
         note.write_text(note.read_text(encoding="utf-8") + "\n## Zanzibar panel\n\nThe Zanzibar panel tracks OCR.\n",
@@ -191,6 +195,7 @@ def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
             opened.close()
         after = vector_rows(home, doc_id)
         assert after["chunks"] >= before["chunks"]
+        assert zanzibar_labels(home)  # the new note's label, embedded once
         chunk_texts = VectorStore.for_home(home, HashEmbedder()).table("chunks").search().where(
             f"doc_id = '{doc_id}'").select(["text"]).to_list()
         assert any("Zanzibar" in row["text"] for row in chunk_texts)
@@ -203,7 +208,8 @@ def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
             assert opened.index.manifest["passages"] == passages - 1
         finally:
             opened.close()
-        assert vector_rows(home, doc_id) == {"chunks": 0, "entity_labels": 0, "triples": 0}
+        assert vector_rows(home, doc_id) == {"chunks": 0, "triples": 0}
+        assert not zanzibar_labels(home)  # no note mentions it any more
         with duckdb.connect(str(home.catalog_path), read_only=True) as catalog:
             remaining = catalog.execute("SELECT count(*) FROM embedded_documents WHERE doc_id = ?", [doc_id])
             assert remaining.fetchone() == (0,)

@@ -12,6 +12,7 @@ from engramrag.store import Home
 from engramrag.vectors import TABLES, VectorStore, VectorStoreMismatch
 from engramrag.vectors.fts_text import fts_text
 from engramrag.vectors.lancedb_store import MAX_SMALL_FRAGMENTS, optimize_reason
+from engramrag.vectors.tables import DOCUMENT_TABLES, schema
 
 EMBEDDER = HashEmbedder()
 EN, KO = "doc-en", "doc-ko"
@@ -44,20 +45,8 @@ def chunk_rows(doc_id: str, texts: list[str], bucket: int = 1) -> list[dict]:
     ]
 
 
-def label_rows(doc_id: str, labels: list[tuple[str, str]]) -> list[dict]:
-    vectors = EMBEDDER.embed([label for label, _ in labels])
-    return [
-        {
-            "doc_id": doc_id,
-            "bucket": 1,
-            "text": label,
-            "vector": vector,
-            "entity_key": f"e{i}",
-            "label": label,
-            "kind": kind,
-        }
-        for i, ((label, kind), vector) in enumerate(zip(labels, vectors, strict=True))
-    ]
+def add_labels(store: VectorStore, labels: list[str]) -> int:
+    return store.add_labels(labels, EMBEDDER.embed(labels))
 
 
 def triple_rows(doc_id: str, triples: list[tuple[str, str, str]]) -> list[dict]:
@@ -90,12 +79,7 @@ def store(tmp_path: Path) -> VectorStore:
 @pytest.fixture
 def filled(store: VectorStore) -> VectorStore:
     store.replace_documents("chunks", [EN, KO], chunk_rows(EN, CHUNKS[EN]) + chunk_rows(KO, CHUNKS[KO], bucket=2))
-    store.replace_documents(
-        "entity_labels",
-        [EN, KO],
-        label_rows(EN, [("PostgreSQL", "Artifact"), ("Dagster", "Artifact")])
-        + label_rows(KO, [("박민지", "Person"), ("데이터 파이프라인", "Project")]),
-    )
+    add_labels(store, ["PostgreSQL", "Dagster", "박민지", "데이터 파이프라인"])
     store.replace_documents(
         "triples",
         [EN, KO],
@@ -121,7 +105,7 @@ def test_vector_search_finds_the_right_document(filled: VectorStore) -> None:
     assert 0.0 < hit["score"] <= 1.0
 
     label = filled.search_vector("entity_labels", EMBEDDER.embed(["박민지는"])[0], k=1)[0]
-    assert (label["doc_id"], label["label"], label["kind"]) == (KO, "박민지", "Person")
+    assert label["text"] == "박민지" and set(label) == {"row_id", "text", "score"}
     triple = filled.search_vector("triples", EMBEDDER.embed(["catalog migrated to Postgres"])[0], k=1)[0]
     assert (triple["doc_id"], triple["predicate"]) == (EN, "migrated_to")
 
@@ -150,22 +134,20 @@ def test_replacing_and_deleting_documents(filled: VectorStore) -> None:
     changed = ["The nightly ingestion jobs run on Airflow now."]
     result = filled.replace_documents("chunks", [EN], chunk_rows(EN, changed))
     assert (result.documents, result.inserted, result.deleted) == (1, 1, 2)
-    filled.replace_documents("entity_labels", [EN], label_rows(EN, [("Postgres", "Artifact")]))
     assert filled.count("chunks", f"doc_id = '{EN}'") == 1
     assert docs_of(filled.search_text("Airflow")) == [EN]  # written after the index was built: still found
     assert filled.search_text("SQLite") == []
     assert docs_of(filled.search_text("Dagster")) == [KO]
-    assert filled.count("entity_labels", f"doc_id = '{EN}'") == 1
 
     # Unchanged rows keep their ids: replacing the Korean document with the same rows inserts nothing.
     same = filled.replace_documents("chunks", [KO], chunk_rows(KO, CHUNKS[KO], bucket=2))
     assert (same.inserted, same.updated, same.deleted) == (0, 2, 0)
     assert {hit["row_id"] for hit in filled.search_text("Dagster")} < ids_before
 
-    # The Korean document is deleted: listed without rows, in every table.
-    for table in TABLES:
+    # The Korean document is deleted: listed without rows, in every table of document rows.
+    for table in DOCUMENT_TABLES:
         filled.replace_documents(table, [KO], [])
-    assert {table: filled.count(table, f"doc_id = '{KO}'") for table in TABLES} == dict.fromkeys(TABLES, 0)
+    assert {t: filled.count(t, f"doc_id = '{KO}'") for t in DOCUMENT_TABLES} == dict.fromkeys(DOCUMENT_TABLES, 0)
     assert filled.search_text("파이프라인") == []
     assert KO not in docs_of(filled.search_vector("chunks", EMBEDDER.embed(["박민지"])[0], k=10))
 
@@ -185,6 +167,34 @@ def test_replace_checks_its_input(store: VectorStore) -> None:
     with pytest.raises(ValueError, match="unknown vector table"):
         store.table("passages")
     assert store.replace_documents("chunks", [], []).documents == 0
+
+
+def test_labels_are_stored_once_per_text_and_dropped_when_unused(store: VectorStore) -> None:
+    assert add_labels(store, ["PostgreSQL", "Dagster"]) == 2
+    assert add_labels(store, ["Dagster", "박민지"]) == 1  # Dagster keeps its row
+    assert store.stored_labels() == {"PostgreSQL", "Dagster", "박민지"} and store.count("entity_labels") == 3
+    vectors = store.label_vectors()
+    assert set(vectors) == {"PostgreSQL", "Dagster", "박민지"}
+    assert vectors["박민지"].tolist() == pytest.approx(EMBEDDER.embed(["박민지"])[0].tolist())
+    assert store.drop_labels({"PostgreSQL", "never stored"}) == 1
+    assert store.stored_labels() == {"Dagster", "박민지"}
+    with pytest.raises(ValueError, match="not a table of document rows"):
+        store.replace_documents("entity_labels", [EN], [])
+
+
+def test_a_labels_table_of_one_row_per_mention_is_replaced(tmp_path: Path) -> None:
+    """Homes built before labels were stored once per text: the old table is dropped, to be embedded again."""
+    import lancedb
+    import pyarrow as pa
+
+    path = tmp_path / "lancedb"
+    old = pa.schema([pa.field("doc_id", pa.string()), *schema("entity_labels", EMBEDDER.dimension, EMBEDDER.name)])
+    lancedb.connect(str(path)).create_table("entity_labels", schema=old.with_metadata(
+        schema("entity_labels", EMBEDDER.dimension, EMBEDDER.name).metadata))  # fmt: skip
+    store = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name)
+    assert store.count("entity_labels") == 0
+    assert "doc_id" not in store.table("entity_labels").schema.names
+    assert add_labels(store, ["Dagster"]) == 1
 
 
 def test_full_text_before_the_index_is_built(store: VectorStore) -> None:

@@ -1,7 +1,9 @@
 """Stage three: embed the chunks, entity labels and triples of the documents of some buckets into LanceDB.
 
 A document is (re-)embedded when its extraction or the embedder changed since it was last embedded
-(``embedded_documents`` in the catalog records both); the rows of a document that is gone are removed.
+(``embedded_documents`` in the catalog records both); the rows of a document that is gone are removed. Entity
+labels are embedded once per distinct text: after the documents, the labels table is brought in line with the
+labels the embedded documents mention (new ones embedded, unused ones dropped).
 A document whose last extraction failed keeps the vectors of its last good extraction, as it keeps its
 graphs. LanceDB is written first and the catalog record second, so a run killed in between re-embeds
 those documents next time and replaces the same rows.
@@ -23,10 +25,11 @@ from engramrag.progress import Progress
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
-from engramrag.vectors.tables import TABLES
+from engramrag.vectors.tables import DOCUMENT_TABLES, LABELS, TABLES
 
 # Statements whose wording says nothing about the world beyond the document's own layout.
 UNINFORMATIVE_PREDICATES = ("has_section", "has_tag", "has_task", "has_alias")
+LABEL_BATCH = 2_000  # labels embedded and written per step of the labels' progress
 
 
 @dataclass
@@ -35,6 +38,8 @@ class EmbeddingSummary:
     removed: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     texts: int = 0
+    labels_added: int = 0
+    labels_dropped: int = 0
 
 
 def embed_documents(
@@ -53,22 +58,48 @@ def embed_documents(
             continue
         with catalog_writer(home, config.bucket_count) as catalog:
             rows = _rows(catalog, todo)
-        texts = [row["text"] for table in TABLES for row in rows[table]]
+            labels = _label_counts(catalog, todo)
+        texts = [row["text"] for table in DOCUMENT_TABLES for row in rows[table]]
         vectors = embedder.embed(_embedding_texts(rows)) if texts else []
         offset = 0
-        for table in TABLES:
+        for table in DOCUMENT_TABLES:
             for row in rows[table]:
                 row["vector"] = vectors[offset]
                 offset += 1
             store.replace_documents(table, [*todo, *gone], rows[table])
             summary.rows[table] += len(rows[table])
+        summary.rows[LABELS] += sum(labels.values())
         with catalog_writer(home, config.bucket_count) as catalog:
-            _record(catalog, bucket, todo, gone, rows, embedder.name)
+            _record(catalog, bucket, todo, gone, rows, labels, embedder.name)
         summary.embedded += list(todo)
         summary.removed += gone
         summary.texts += len(texts)
         progress.advance(len(todo))
+    if summary.embedded or summary.removed or not store.count(LABELS):
+        _sync_labels(home, config, store, embedder, summary)
     return summary
+
+
+def _sync_labels(
+    home: Home, config: VaultConfig, store: VectorStore, embedder: Embedder, summary: EmbeddingSummary
+) -> None:
+    """Make the labels table hold exactly the labels of the embedded documents, each embedded once."""
+    with catalog_writer(home, config.bucket_count) as catalog:
+        live = {
+            label
+            for (label,) in catalog.execute(
+                "SELECT DISTINCT e.label FROM entities e JOIN embedded_documents USING (doc_id)"
+            ).fetchall()
+        }
+    stored = store.stored_labels()
+    missing = sorted(live - stored)
+    progress = Progress("embed entity labels", len(missing), every=LABEL_BATCH)
+    for start in range(0, len(missing), LABEL_BATCH):
+        batch = missing[start : start + LABEL_BATCH]
+        summary.labels_added += store.add_labels(batch, embedder.embed(batch))
+        summary.texts += len(batch)
+        progress.advance(len(batch))
+    summary.labels_dropped = store.drop_labels(stored - live)
 
 
 def _plan_bucket(
@@ -103,7 +134,7 @@ def _plan_bucket(
 
 def _rows(catalog: duckdb.DuckDBPyConnection, todo: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
     if not todo:
-        return {table: [] for table in TABLES}
+        return {table: [] for table in DOCUMENT_TABLES}
     catalog.register("todo_docs", pd.DataFrame({"doc_id": list(todo)}))
     try:
         chunks = catalog.execute(
@@ -111,13 +142,6 @@ def _rows(catalog: duckdb.DuckDBPyConnection, todo: dict[str, str]) -> dict[str,
             SELECT c.doc_id, d.bucket, c.chunk_index, c.text, c.line_start, c.line_end, d.title, c.heading_path
             FROM chunks c JOIN documents d USING (doc_id) JOIN todo_docs USING (doc_id)
             ORDER BY c.doc_id, c.chunk_index
-            """
-        ).df()
-        labels = catalog.execute(
-            """
-            SELECT e.doc_id, d.bucket, e.entity_key, e.label, e.kind, e.label AS text
-            FROM entities e JOIN documents d USING (doc_id) JOIN todo_docs USING (doc_id)
-            ORDER BY e.doc_id, e.entity_key
             """
         ).df()
         triples = catalog.execute(
@@ -137,17 +161,24 @@ def _rows(catalog: duckdb.DuckDBPyConnection, todo: dict[str, str]) -> dict[str,
     chunk_rows = chunks.drop(columns=["title", "heading_path"]).to_dict("records")
     for row, title, heading in zip(chunk_rows, chunks["title"], chunks["heading_path"], strict=True):
         row["context"] = " / ".join(part for part in (title, heading) if part)
-    return {
-        "chunks": chunk_rows,
-        "entity_labels": labels.to_dict("records"),
-        "triples": triples.to_dict("records"),
-    }
+    return {"chunks": chunk_rows, "triples": triples.to_dict("records")}
+
+
+def _label_counts(catalog: duckdb.DuckDBPyConnection, todo: dict[str, str]) -> dict[str, int]:
+    """How many entity labels each document mentions (recorded in ``embedded_documents``)."""
+    if not todo:
+        return {}
+    return dict(
+        catalog.execute(
+            "SELECT doc_id, count(*) FROM entities WHERE list_contains(?, doc_id) GROUP BY doc_id", [list(todo)]
+        ).fetchall()
+    )
 
 
 def _embedding_texts(rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     """What each row's vector is computed from: chunks carry their document title and heading path."""
     texts: list[str] = []
-    for table in TABLES:
+    for table in DOCUMENT_TABLES:
         for row in rows[table]:
             context = row.pop("context", "") if table == "chunks" else ""
             texts.append(f"{context}\n{row['text']}" if context and context not in row["text"] else row["text"])
@@ -160,10 +191,11 @@ def _record(
     todo: dict[str, str],
     gone: list[str],
     rows: dict[str, list[dict[str, Any]]],
+    labels: dict[str, int],
     embedder: str,
 ) -> None:
-    counts = {doc_id: dict.fromkeys(TABLES, 0) for doc_id in todo}
-    for table in TABLES:
+    counts = {doc_id: {**dict.fromkeys(TABLES, 0), LABELS: labels.get(doc_id, 0)} for doc_id in todo}
+    for table in DOCUMENT_TABLES:
         for row in rows[table]:
             counts[row["doc_id"]][table] += 1
     now = datetime.now(UTC).replace(tzinfo=None)

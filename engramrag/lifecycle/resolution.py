@@ -159,10 +159,10 @@ def _key_vectors(home: Home, embedder: Embedder, mentions: pd.DataFrame) -> dict
     """One label vector per stable key (the first mention's; labels of one key differ only in case or spacing)."""
     stored = VectorStore.for_home(home, embedder).label_vectors()
     vectors: dict[str, np.ndarray] = {}
-    for doc, entity_key, label in zip(mentions["doc_id"], mentions["entity_key"], mentions["label"], strict=True):
+    for label in mentions["label"]:
         key = normalise_label(label)
-        if key and key not in vectors and (doc, entity_key) in stored:
-            vector = stored[(doc, entity_key)]
+        if key and key not in vectors and label in stored:
+            vector = stored[label]
             norm = float(np.linalg.norm(vector))
             if norm > 0:
                 vectors[key] = vector / norm

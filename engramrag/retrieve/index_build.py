@@ -245,7 +245,12 @@ def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> di
     """(doc_id, entity_key) -> the label's stored vector (read from LanceDB, never re-embedded)."""
     if entities.empty:
         return {}
-    return VectorStore.for_home(home, embedder).label_vectors()
+    stored = VectorStore.for_home(home, embedder).label_vectors()
+    return {
+        (doc, key): stored[label]
+        for doc, key, label in zip(entities["doc_id"], entities["entity_key"], entities["label"], strict=True)
+        if label in stored
+    }
 
 
 def _assemble(

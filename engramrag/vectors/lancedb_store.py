@@ -1,10 +1,11 @@
 """Vectors of chunks, entity labels and triples in LanceDB, with a BM25 index over chunks.
 
-Rows are replaced per document, in one LanceDB transaction per call: ``replace_documents`` is a
-``merge_insert`` on ``row_id`` that also deletes the rows of the given documents absent from the new
-rows. A changed document's rows are so replaced and a deleted document's (given with no rows) removed,
-and a reader never sees a document half-replaced. Bucket runs call it once per table with their
-changed and deleted documents.
+Chunk and triple rows are replaced per document, in one LanceDB transaction per call: ``replace_documents`` is
+a ``merge_insert`` on ``row_id`` that also deletes the rows of the given documents absent from the new rows. A
+changed document's rows are so replaced and a deleted document's (given with no rows) removed, and a reader never
+sees a document half-replaced. Bucket runs call it once per table with their changed and deleted documents.
+Entity labels are one row per distinct label text (``add_labels``, ``drop_labels``): the embedding step keeps
+them equal to the labels of the embedded documents.
 
 Rows written after the full-text index was built are still searched (LanceDB scans unindexed data),
 only more slowly; :meth:`VectorStore.optimize` folds them into the indexes.
@@ -26,7 +27,7 @@ from lancedb.index import FTS, HnswSq
 from engramrag.embed.base import Embedder
 from engramrag.store import Home
 from engramrag.vectors.fts_text import fts_text
-from engramrag.vectors.tables import EMBEDDER_KEY, TABLES, result_columns, row_id, schema
+from engramrag.vectors.tables import DOCUMENT_TABLES, EMBEDDER_KEY, LABELS, TABLES, result_columns, row_id, schema
 
 FTS_COLUMN = "search_text"
 # See fts_text.py for why: LanceDB's simple tokenizer over pre-bigrammed CJK runs.
@@ -91,7 +92,14 @@ class VectorStore:
         if name not in self._tables:
             if name in self._existing():
                 table = self._db.open_table(name)
+                if name == LABELS and "doc_id" in table.schema.names:
+                    # One row per mention (before issue 16): derived data, so dropped; the embedding step
+                    # embeds the labels again, once each.
+                    self._db.drop_table(name)
+                    table = None
             else:
+                table = None
+            if table is None:
                 table = self._db.create_table(name, schema=schema(name, self.dimension, self.embedder), exist_ok=True)
             self._check(name, table)
             self._tables[name] = table
@@ -103,6 +111,8 @@ class VectorStore:
         Each row has ``doc_id``, ``bucket``, ``text``, ``vector`` and the table's own columns; ``row_id``
         is computed when absent. A document in ``doc_ids`` without rows loses all its rows.
         """
+        if table not in DOCUMENT_TABLES:
+            raise ValueError(f"{table!r} is not a table of document rows ({', '.join(DOCUMENT_TABLES)})")
         ids = list(dict.fromkeys(doc_ids))
         stray = sorted({str(row["doc_id"]) for row in rows} - set(ids))
         if stray:
@@ -196,14 +206,35 @@ class VectorStore:
                 table.create_index("vector", config=ann_config(rows))
         return optimised
 
-    def label_vectors(self) -> dict[tuple[str, str], np.ndarray]:
-        """(doc_id, entity_key) -> the stored vector of that mention's label (read, never re-embedded)."""
-        table = self.table("entity_labels").to_arrow().select(["doc_id", "entity_key", "vector"])
+    def label_vectors(self) -> dict[str, np.ndarray]:
+        """Label text -> its stored vector (read, never re-embedded)."""
+        table = self.table(LABELS).to_arrow().select(["text", "vector"])
         if not table.num_rows:
             return {}
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dimension)
-        keys = zip(table.column("doc_id").to_pylist(), table.column("entity_key").to_pylist(), strict=True)
-        return {key: vectors[i] for i, key in enumerate(keys)}
+        return {label: vectors[i] for i, label in enumerate(table.column("text").to_pylist())}
+
+    def stored_labels(self) -> set[str]:
+        return set(self.table(LABELS).to_arrow().column("text").to_pylist())
+
+    def add_labels(self, labels: Sequence[str], vectors: Sequence[Sequence[float]] | np.ndarray) -> int:
+        """Store these labels' vectors; a label already stored keeps its row. Returns how many were added."""
+        if not len(labels):
+            return 0
+        rows = [{"text": label, "vector": vector} for label, vector in zip(labels, vectors, strict=True)]
+        data = self._arrow_rows(LABELS, rows)
+        result = self.table(LABELS).merge_insert("row_id").when_not_matched_insert_all().execute(data)
+        return int(result.num_inserted_rows)
+
+    def drop_labels(self, labels: Iterable[str]) -> int:
+        """Remove the rows of labels no embedded document mentions any more."""
+        ids = sorted(row_id(LABELS, {"text": label}) for label in labels)
+        if not ids:
+            return 0
+        table = self.table(LABELS)
+        before = table.count_rows()
+        table.delete(_in_list("row_id", ids))
+        return before - table.count_rows()
 
     def count(self, table: str, where: str | None = None) -> int:
         return self.table(table).count_rows(where)

@@ -1,4 +1,8 @@
-"""The three LanceDB tables: their Arrow schemas and the stable row ids."""
+"""The three LanceDB tables: their Arrow schemas and the stable row ids.
+
+``chunks`` and ``triples`` hold rows of documents (replaced per document). ``entity_labels`` holds one row per
+distinct label text of the vault: a label's vector depends on its text alone, and the same label is mentioned by
+many notes (55,450 mentions of 7,782 labels in a 1,000-note vault: one row per mention was half of LanceDB)."""
 
 from __future__ import annotations
 
@@ -26,11 +30,7 @@ EXTRA: dict[str, list[pa.Field]] = {
         pa.field("line_end", pa.int32()),
         pa.field("search_text", pa.string()),
     ],
-    "entity_labels": [
-        pa.field("entity_key", pa.string(), nullable=False),
-        pa.field("label", pa.string(), nullable=False),
-        pa.field("kind", pa.string()),
-    ],
+    "entity_labels": [],
     "triples": [
         pa.field("statement_id", pa.string(), nullable=False),
         pa.field("subject", pa.string(), nullable=False),
@@ -40,21 +40,30 @@ EXTRA: dict[str, list[pa.Field]] = {
 }
 
 # The column that, with doc_id, identifies a row within its document.
-NATURAL_KEY = {"chunks": "chunk_index", "entity_labels": "entity_key", "triples": "statement_id"}
+NATURAL_KEY = {"chunks": "chunk_index", "triples": "statement_id"}
 
 TABLES: tuple[str, ...] = tuple(EXTRA)
+DOCUMENT_TABLES: tuple[str, ...] = tuple(NATURAL_KEY)
+LABELS = "entity_labels"
+LABEL_COLUMNS = [pa.field("row_id", pa.string(), nullable=False), pa.field("text", pa.string(), nullable=False)]
+
+
+def _columns(table: str) -> list[pa.Field]:
+    return LABEL_COLUMNS if table == LABELS else [*COMMON, *EXTRA[table]]
 
 
 def schema(table: str, dimension: int, embedder: str) -> pa.Schema:
-    fields = [*COMMON, *EXTRA[table], pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False)]
+    fields = [*_columns(table), pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False)]
     return pa.schema(fields, metadata={EMBEDDER_KEY: embedder.encode("utf-8")})
 
 
 def row_id(table: str, row: Mapping[str, Any]) -> str:
-    """A content hash: the same row of the same document, with the same text, keeps its id."""
+    """A content hash: the same row of the same document, with the same text, keeps its id (a label: its text)."""
+    if table == LABELS:
+        return short_hash(table, str(row["text"]), length=24)
     return short_hash(table, str(row["doc_id"]), str(row[NATURAL_KEY[table]]), str(row["text"]), length=24)
 
 
 def result_columns(table: str) -> list[str]:
     """What a search returns of a row: everything but the vector and the derived search text."""
-    return [f.name for f in (*COMMON, *EXTRA[table]) if f.name != "search_text"]
+    return [f.name for f in _columns(table) if f.name != "search_text"]
