@@ -59,7 +59,7 @@ class EngramStores(dg.ConfigurableResource):
         return VaultConfig(bucket_count=BUCKET_COUNT, max_file_bytes=self.max_file_bytes)
 
     def make_extractor(self) -> Extractor:
-        return make_extractor(self.extractor)
+        return make_extractor(self.extractor, home=self.home_dir())
 
     def extraction_config(self) -> ExtractionConfig:
         return ExtractionConfig(processes=self.extract_processes, min_documents=self.extract_min_documents)

@@ -44,9 +44,11 @@ from typing import Any
 import duckdb
 
 from assets.partitions import BUCKET_COUNT
+from engramrag.store import Home
 from eval.build_benchmark import machine
 from eval.synthetic_vault import generate_vault
 from pipelines.build import run_build
+from pipelines.instance import open_instance
 from tests.llm_server import InFlight, LLMServer, echo_responder
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -145,8 +147,6 @@ def edit_cost(work: Path, documents: int, seed: int) -> dict[str, Any]:
 
 def timed_build(home: Path, vault: Path, server: LLMServer, concurrency: int) -> dict[str, Any]:
     """Run one build against ``server`` and return its timings and the requests the server counted during it."""
-    from engramrag.store import Home
-
     os.environ.update({
         "ENGRAM_LLM_BASE_URL": server.url,
         "ENGRAM_LLM_MODEL": MODEL,
@@ -164,19 +164,16 @@ def timed_build(home: Path, vault: Path, server: LLMServer, concurrency: int) ->
     return {
         "run_id": outcome.run_id,
         "build_s": round(build_s, 3),
-        "extraction_s": _step_seconds(outcome.run_id, EXTRACTION_STEP),
+        "extraction_s": _step_seconds(Home.at(home), outcome.run_id, EXTRACTION_STEP),
         "server_requests": len(server.requests) - before,
         "extracted": extracted,
         "failed": failed,
     }
 
 
-def _step_seconds(run_id: str, step_key: str) -> float | None:
-    """Wall time of one step of the run, from its start and success events in the home's Dagster instance
-    (``run_build`` pointed DAGSTER_HOME at it)."""
-    import dagster as dg
-
-    with dg.DagsterInstance.get() as instance:
+def _step_seconds(home: Home, run_id: str, step_key: str) -> float | None:
+    """Wall time of one step of the run, from its start and success events in the home's Dagster instance."""
+    with open_instance(home) as instance:
         stamps: dict[str, float] = {}
         for entry in instance.all_logs(run_id):
             event = entry.dagster_event

@@ -18,7 +18,7 @@ from engramrag.retrieve.index_build import index_is_current
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import bucket_key
-from pipelines.instance import prepare_instance
+from pipelines.instance import open_instance
 
 
 @dataclass
@@ -42,15 +42,6 @@ def run_build(
     """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance."""
     extraction = extraction or ExtractionConfig()
     embedder = embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
-    os.environ.update(
-        {
-            "ENGRAM_HOME": str(home.root),
-            "ENGRAM_VAULT": str(vault),
-            "ENGRAM_EXTRACTOR": extractor,
-            "ENGRAM_EMBEDDER": embedder,
-        }
-    )
-    prepare_instance(home)
 
     import dagster as dg
 
@@ -93,7 +84,7 @@ def run_build(
         selection = REVIEW_ASSETS
         tags = {"engram/trigger": "cli"}
     tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
-    with dg.DagsterInstance.get() as instance:
+    with open_instance(home) as instance:
         release_abandoned_runs(instance)
         result = dg.materialize(
             [*selection, *provenance_checks, *resolution_checks],

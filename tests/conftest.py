@@ -22,14 +22,14 @@ from pipelines.jobs import LIFECYCLE_ASSETS
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
 
 
-# `run_build` (like `engram build`) writes these into os.environ for Dagster's resources.
+# What a person's shell may set; `run_build` leaves the environment as it is, and the fixtures clear these so that
+# a developer's own settings do not reach the tests' builds.
 BUILD_ENVIRONMENT = ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER", "DAGSTER_HOME")
 
 
 @contextmanager
 def build_environment() -> Iterator[None]:
-    """Around `run_build` in a module fixture: puts the environment back afterwards, so one module's home does
-    not become the next module's default."""
+    """Around `run_build` in a module fixture: none of the shell's ENGRAM_* settings, put back afterwards."""
     with pytest.MonkeyPatch.context() as patch:
         for name in BUILD_ENVIRONMENT:
             patch.setenv(name, "")

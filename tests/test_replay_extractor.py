@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -272,14 +273,13 @@ def test_build_records_replay_statements_in_the_catalog(
     vault.mkdir()
     for name, entry in zip(("journal.md", "minji.md", "singer.md"), FIXTURE, strict=True):
         (vault / name).write_text(passage_file(entry), encoding="utf-8")
-    # run_build writes these into os.environ; setting them here first makes monkeypatch restore them afterwards.
-    for variable in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "DAGSTER_HOME"):
-        monkeypatch.setenv(variable, "")
     monkeypatch.setenv("ENGRAM_REPLAY_FILE", str(replay_file))
     home = Home.at(tmp_path / "home")
 
+    environment = dict(os.environ)
     outcome = run_build(home, vault, extractor="replay")
     assert outcome.success, outcome.errors
+    assert dict(os.environ) == environment  # settings reach the assets through the resource, not the environment
     replay = ReplayExtractor(replay_file)
     expected = {
         name: len(replay.extract(parse(passage_file(entry), name)).statements)
