@@ -1,12 +1,11 @@
 """Partition definitions: documents are spread over a fixed number of hash buckets."""
 
-import os
-
 import dagster as dg
 
+from engramrag.vault.config import configured_bucket_count
 from engramrag.vault.ids import bucket_key
 
-BUCKET_COUNT = int(os.environ.get("ENGRAM_BUCKETS", "16"))
+BUCKET_COUNT = configured_bucket_count()
 
 bucket_partitions = dg.StaticPartitionsDefinition([bucket_key(bucket) for bucket in range(BUCKET_COUNT)])
 

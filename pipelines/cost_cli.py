@@ -93,12 +93,12 @@ def dry_run(args: argparse.Namespace) -> int:
         return 2
     from engramrag.extract.registry import make_extractor
     from engramrag.lifecycle.estimate import estimate_build
-    from engramrag.vault.config import VaultConfig
+    from engramrag.vault.config import VaultConfig, configured_bucket_count
 
     home = Home(Path(args.home).expanduser().resolve())  # Home.at would create the folder of a new home
     vault = Path(args.vault).expanduser().resolve()
     extractor = make_extractor(args.extractor, home=home, read_only=True)
-    config = VaultConfig(bucket_count=int(os.environ.get("ENGRAM_BUCKETS", "16")))
+    config = VaultConfig(bucket_count=configured_bucket_count())
     estimate = estimate_build(home, vault, config, extractor, _prices(os.environ.get(PRICES_ENV)), full=args.full)
     figures = estimate.to_json()
     if args.json:
