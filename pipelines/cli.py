@@ -28,13 +28,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a reader that left early (`| head`) is found here, not at interpreter exit
+        return code
     except StoreBusy as busy:
         print(f"engram: {busy}", file=sys.stderr)
         return 3
     except (FileNotFoundError, ValueError, LookupError, RuntimeError) as problem:
         print(f"engram: {problem}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader of our output closed it: stop quietly, as `head` expects, and keep Python from failing
+        # again when it flushes standard output at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("engram: interrupted.", file=sys.stderr)
+        return 130
 
 
 REVIEW_ACTIONS = ("list", "decide", "undo", "history")

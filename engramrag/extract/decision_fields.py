@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from engramrag.extract.textutil import ISO_DATE, valid_date
+from engramrag.vault.dates import date_in
 
 FIELD_LINE = re.compile(
     r"^[ \t]*(?:[-*+][ \t]+)?(?P<bold>\*\*|__)?(?P<key>status|date|decided|상태|날짜|일자|결정일)(?:\*\*|__)?"
@@ -67,6 +67,12 @@ class Fields:
     superseded_by: list[Found] = field(default_factory=list)
     consumed: list[tuple[int, int]] = field(default_factory=list)  # the field lines, left out of key–value rules
 
+    def date_status_line(self, text: str, start: int, end: int, label: str) -> None:
+        """"Accepted — 2026-04-27": a status line dates the record when nothing else did, unless its date belongs
+        to a reference it holds ("Superseded by 2026-05-02: Move the catalog")."""
+        if self.date is None and not any(True for _ in references(text, start, end)):
+            self.date = _date_found(text, start, end, label)
+
     def merge_references(self, text: str, start: int, end: int) -> None:
         for kind, found in references(text, start, end):
             target = self.supersedes if kind == "supersedes" else self.superseded_by
@@ -86,10 +92,10 @@ def scan_fields(text: str, start: int, end: int) -> Fields:
                 fields.status = parse_status(text, value_start, value_end, key)
             fields.merge_references(text, value_start, value_end)
             fields.consumed.append(line)
+            fields.date_status_line(text, value_start, value_end, key)
         elif fields.date is None:
-            date = ISO_DATE.search(text, value_start, value_end)
-            if date and valid_date(date):
-                fields.date = Found(date.group(0), date.start(), date.end(), key)
+            fields.date = _date_found(text, value_start, value_end, key)
+            if fields.date is not None:
                 fields.consumed.append(line)
     for match in KOREAN_SUPERSESSION.finditer(text, start, end):
         line_start = text.rfind("\n", 0, match.start()) + 1
@@ -104,6 +110,12 @@ def scan_fields(text: str, start: int, end: int) -> Fields:
         fields.merge_references(text, match.end(), line_end)
         fields.consumed.append((match.start(), line_end))
     return fields
+
+
+def _date_found(text: str, start: int, end: int, label: str) -> Found | None:
+    """The date written in ``text[start:end]`` in any form the vault reads (``vault.dates``), as ISO."""
+    found = date_in(text[start:end])
+    return Found(found[0], start + found[1], start + found[2], label) if found else None
 
 
 def parse_status(text: str, start: int, end: int, label: str) -> Found | None:

@@ -18,13 +18,22 @@ from engramrag.extract.frontmatter import locate_value
 from engramrag.extract.kinds import kind_from_type
 from engramrag.extract.structure import clean_heading, heading_label_span
 from engramrag.extract.textutil import ISO_DATE, iso_date, normalise_label, span_at, valid_date
+from engramrag.vault.dates import find_date
 from engramrag.vault.document import Document, Heading, Span
 
 LOG_NAME = re.compile(r"^decisions\.(?:md|markdown)$", re.IGNORECASE)
 ADR_FOLDERS = frozenset({"adr", "adrs", "decisions", "decision-records", "architecture-decisions"})
-ADR_NAME = re.compile(r"^(?:\d{3,5}-.+|adr[-_ ]?\d+.*|\d{4}-\d{2}-\d{2}-.+)\.(?:md|markdown)$", re.IGNORECASE)
-NOT_ADR_NAME = re.compile(r"^(?:readme|index|template|_?toc)\b|template", re.IGNORECASE)
-FILENAME_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})-")
+ADR_NAME = re.compile(
+    r"^(?:\d{3,5}-.+|adr[-_ ]?\d+.*|\d{4}-\d{2}-\d{2}-.+|\d{8}[-_].+)\.(?:md|markdown)$", re.IGNORECASE
+)
+# Files that sit beside the records in an ADR folder without being one: its index, summary, template, and the
+# instructions for agents working there.
+NOT_ADR_NAME = re.compile(
+    r"^(?:readme|index|template|_?toc|summary|overview|agents|claude|gemini|copilot-instructions|contributing"
+    r"|changelog|glossary)\b|template",
+    re.IGNORECASE,
+)
+FILENAME_DATE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}|\d{8})(?=[-_])")  # 2024-04-27-x.md, 20240427-x.md
 ADR_PREFIX = re.compile(r"^(?:ADR[-_ ]?\d+|\d+)[.:)]?\s*(?:[-–—:]\s*)?", re.IGNORECASE)
 HEADING_DATE = re.compile(
     r"^\s*[\[(]?(?P<lead>\d{4}-\d{2}-\d{2})[\])]?\s*[-–—:|·.]?\s*|\s*[-–—:|·]?\s*[\[(]?(?P<tail>\d{4}-\d{2}-\d{2})[\])]?\s*$"
@@ -48,17 +57,24 @@ def is_decision_log(path: str) -> bool:
 
 
 def is_adr(document: Document) -> bool:
-    """An ADR folder, an ADR-like file name with an ADR signal in the text, or front matter type adr/decision."""
+    """Front matter type adr/decision, a numbered or dated file in an ADR folder, or an ADR-like file name or a
+    file in an ADR folder with an ADR signal (a Status or Decision heading, a status field); never an index,
+    README, summary, template or agent-instructions file."""
     folders = [part.casefold() for part in document.path.split("/")[:-1]]
     name = document.path.rsplit("/", 1)[-1]
     if is_decision_log(document.path) or NOT_ADR_NAME.match(name):
         return False
     if kind_from_type(document.front_matter.get("type") or document.front_matter.get("kind")) == "Decision":
         return True
-    if any(folder in ADR_FOLDERS for folder in folders) or "docs/adr" in document.path.casefold():
+    in_adr_folder = any(folder in ADR_FOLDERS for folder in folders) or "docs/adr" in document.path.casefold()
+    if ADR_NAME.match(name) and in_adr_folder:
         return True
-    if not ADR_NAME.match(name):
+    if not ADR_NAME.match(name) and not in_adr_folder:
         return False
+    # An ADR-like name outside an ADR folder, or an unnumbered file inside one (a summary, a glossary): a record
+    # only when it reads like one.
+    if "status" in document.front_matter:
+        return True
     headings = {normalise_label(clean_heading(h.text)) for h in document.headings}
     has_field = any(
         m.group("key").casefold() in ("status", "상태") for m in FIELD_LINE.finditer(document.text, document.body_start)
@@ -84,8 +100,12 @@ def extract_decisions(document: Document, builder: ExtractionBuilder, masked: st
         start, end = document.body_start, len(document.text)
         title, title_span = _adr_title(document)
         fields = scan_fields(masked, start, end)
-        _status_section(document, masked, fields)
+        status_line = _status_section(document, masked, fields)
         _front_matter_fields(document, fields)
+        if status_line is not None:
+            fields.date_status_line(masked, *status_line)
+        if fields.date is None:
+            fields.date = _file_name_date(document.path)
         key = _record(document, builder, title, title_span, fields, start, end, title_span)
         scan.consumed.extend(fields.consumed)
         scan.regions.append((start, end, key))
@@ -138,8 +158,9 @@ def _adr_title(document: Document) -> tuple[str, Span | None]:
     return title, locate_value(document, "title", title)
 
 
-def _status_section(document: Document, masked: str, fields: Fields) -> None:
-    """Nygard's ``## Status`` section: the first non-empty line is the status, any line may supersede."""
+def _status_section(document: Document, masked: str, fields: Fields) -> tuple[int, int, str] | None:
+    """Nygard's ``## Status`` section: the first non-empty line is the status, any line may supersede. Returns
+    that line's range and the heading (it may also date the record)."""
     for index, heading in enumerate(document.headings):
         if normalise_label(clean_heading(heading.text)) not in STATUS_HEADINGS:
             continue
@@ -150,7 +171,15 @@ def _status_section(document: Document, masked: str, fields: Fields) -> None:
         if line and fields.status is None:
             fields.status = parse_status(masked, start + line.start(), start + line.end(), heading.text.strip())
         fields.merge_references(masked, start, end)
-        return
+        return (start + line.start(), start + line.end(), heading.text.strip()) if line else None
+    return None
+
+
+def _file_name_date(path: str) -> Found | None:
+    """The date a record's file name starts with (2024-04-27-x.md, 20240427-x.md): the last resort."""
+    name = FILENAME_DATE.match(path.rsplit("/", 1)[-1])
+    named = find_date(name.group(0)) if name else None
+    return Found(named, -1, -1, "file name") if named else None
 
 
 def _front_matter_fields(document: Document, fields: Fields) -> None:
@@ -173,10 +202,6 @@ def _front_matter_fields(document: Document, fields: Fields) -> None:
         span = locate_value(document, "date", value)
         if date:
             fields.date = Found(date, span.start if span else -1, span.start + 10 if span else -1, "date")
-    if fields.date is None:
-        name = FILENAME_DATE.match(document.path.rsplit("/", 1)[-1])
-        if name and 1 <= int(name.group(2)) <= 12 and 1 <= int(name.group(3)) <= 31:
-            fields.date = Found(f"{name.group(1)}-{name.group(2)}-{name.group(3)}", -1, -1, "file name")
     for key, target in (("supersedes", fields.supersedes), ("superseded_by", fields.superseded_by)):
         values = front_matter.get(key, front_matter.get(key.replace("_", "-")))
         for value in values if isinstance(values, list) else [values]:

@@ -37,6 +37,9 @@ _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _KOREAN = re.compile(r"(\d{4})\s*년\s*(\d{1,2})\s*월\s*(\d{1,2})\s*일")
+# 27/04/2026, 27.04.2026: day first (most of the world's order); read month first only when the day-first
+# reading is no date (04/27/2026).
+_NUMERIC_DAY_FIRST = re.compile(r"(?<![\d/.])(\d{1,2})[/.](\d{1,2})[/.](\d{4})(?![\d/])")
 
 
 @dataclass(frozen=True)
@@ -47,21 +50,32 @@ class DocumentDate:
 
 def find_date(text: str) -> str | None:
     """The first valid calendar date written in ``text`` (dashed, Korean 년 월 일, "4 March 2024",
-    "March 4, 2024", compact yyyymmdd)."""
-    for pattern in (_DASHED, _KOREAN, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _COMPACT):
+    "March 4, 2024", 27/04/2026 or 27.04.2026, compact yyyymmdd)."""
+    found = date_in(text)
+    return found[0] if found else None
+
+
+def date_in(text: str) -> tuple[str, int, int] | None:
+    """``find_date``'s date with where it is written in ``text`` (start, end)."""
+    for pattern in (_DASHED, _KOREAN, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _NUMERIC_DAY_FIRST, _COMPACT):
         for match in pattern.finditer(text):
-            parts = match.groups()
-            if pattern is _DAY_MONTH_YEAR:
-                year, month, day = int(parts[2]), _MONTHS[parts[1].casefold()], int(parts[0])
-            elif pattern is _MONTH_DAY_YEAR:
-                year, month, day = int(parts[2]), _MONTHS[parts[0].casefold()], int(parts[1])
-            else:
-                year, month, day = (int(part) for part in parts)
-            try:
-                return date(year, month, day).isoformat()
-            except ValueError:
-                continue
+            for year, month, day in _readings(pattern, match.groups()):
+                try:
+                    return date(year, month, day).isoformat(), match.start(), match.end()
+                except ValueError:
+                    continue
     return None
+
+
+def _readings(pattern: re.Pattern[str], parts: tuple[str, ...]) -> list[tuple[int, int, int]]:
+    if pattern is _DAY_MONTH_YEAR:
+        return [(int(parts[2]), _MONTHS[parts[1].casefold()], int(parts[0]))]
+    if pattern is _MONTH_DAY_YEAR:
+        return [(int(parts[2]), _MONTHS[parts[0].casefold()], int(parts[1]))]
+    if pattern is _NUMERIC_DAY_FIRST:
+        return [(int(parts[2]), int(parts[1]), int(parts[0])), (int(parts[2]), int(parts[0]), int(parts[1]))]
+    year, month, day = (int(part) for part in parts)
+    return [(year, month, day)]
 
 
 def document_date(

@@ -1,0 +1,93 @@
+"""Decision-record shapes met in real repositories (issue 17), each in a repository built here with git: files
+beside the records in an ADR folder that are not records, and the ways real ADRs write their dates. Also: the
+command line stops quietly when the reader of its output goes away (`engram git ... | head`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import commit, git
+
+from engramrag.gitgraph.ingest import ingest
+from engramrag.gitgraph.tools.base import open_repo
+from engramrag.store import Home
+from engramrag.vault.dates import find_date
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+NYGARD = "# {number}. {title}\n\n## Status\n\n{status}\n\n## Context\n\n{context}\n\n## Decision\n\n{decision}\n"
+FILES = {
+    # Records, each dating itself another way.
+    "docs/adr/0001-use-postgres.md": NYGARD.format(
+        number=1, title="Use Postgres", status="Accepted — 2026-04-27", context="We need a catalog.",
+        decision="We will use Postgres."),
+    "docs/adr/0002-use-grpc.md": "# 2. Use gRPC\n\nDate: 28/04/2026\n\n## Status\n\nAccepted\n\n## Decision\n\n"
+    "Services talk gRPC.\n",
+    "docs/adr/20240427-adopt-ruff.md": "# Adopt ruff\n\n## Status\n\nAccepted\n\n## Decision\n\nWe lint with ruff.\n",
+    # Beside them, not records.
+    "docs/adr/AGENTS.md": "# Agent guide for ADRs\n\n## Decision\n\nWrite one ADR per decision.\n\n"
+    "## Status\n\nKeep the status line current.\n",
+    "docs/adr/summary.md": "# Summary\n\n| ADR | Status |\n|---|---|\n| 0001 | Accepted |\n| 0002 | Accepted |\n",
+    "docs/adr/README.md": "# Architecture decisions\n\nStatus: maintained by the platform team.\n",
+    "docs/adr/glossary.md": "# Glossary\n\n- ADR: architecture decision record.\n",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
+    base = tmp_path_factory.mktemp("shapes")
+    root = base / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "alice", "2026-04-29T10:00:00+00:00", "Record the first decisions", FILES)
+    home = Home.at(base / "home")
+    ingest(root, home, progress=False)
+    return root, home
+
+
+def decisions(built: tuple[Path, Home]) -> dict[str, str | None]:
+    root, home = built
+    with open_repo(home, root) as repo:
+        rows = repo.rows("SELECT path, decided_on FROM decision_current WHERE repo_id = $repo")
+    return {row["path"]: str(row["decided_on"]) if row["decided_on"] else None for row in rows}
+
+
+def test_only_the_records_of_an_adr_folder_are_decisions(built) -> None:
+    assert set(decisions(built)) == {
+        "docs/adr/0001-use-postgres.md", "docs/adr/0002-use-grpc.md", "docs/adr/20240427-adopt-ruff.md",
+    }  # fmt: skip
+
+
+def test_dates_in_the_status_line_day_first_and_a_compact_file_name(built) -> None:
+    assert decisions(built) == {
+        "docs/adr/0001-use-postgres.md": "2026-04-27",  # "Accepted — 2026-04-27"
+        "docs/adr/0002-use-grpc.md": "2026-04-28",  # "Date: 28/04/2026"
+        "docs/adr/20240427-adopt-ruff.md": "2024-04-27",  # no date line: the file name's
+    }
+
+
+def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:
+    assert find_date("Date: 03/04/2026") == "2026-04-03"
+    assert find_date("Date: 04/27/2026") == "2026-04-27"  # no 27th month: month first
+    assert find_date("27.04.2026") == "2026-04-27"
+    assert find_date("version 1.2.3") is None and find_date("31/02/2026") is None
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(built) -> None:
+    root, home = built
+    command = [sys.executable, "-m", "pipelines.cli", "trace", "1", "--repo", str(root), "--home",
+               str(home.root), "--json"]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before the first line
+    try:
+        done = subprocess.run(command, stdout=writer, stderr=subprocess.PIPE, text=True, env=environment,
+                              cwd=REPOSITORY, timeout=120, check=False)  # fmt: skip
+    finally:
+        os.close(writer)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    assert done.returncode == 141
