@@ -13,11 +13,13 @@ import pytest
 from gitrepo import commit, git
 
 from engramrag.gitgraph.ingest import ingest
+from engramrag.gitgraph.tools import disproven, trace
 from engramrag.gitgraph.tools.base import open_repo
 from engramrag.store import Home
 from engramrag.vault.dates import find_date
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+REDIS_ID = "docs/adr/0004-use-redis.md#use redis for sessions and caching"
 
 NYGARD = "# {number}. {title}\n\n## Status\n\n{status}\n\n## Context\n\n{context}\n\n## Decision\n\n{decision}\n"
 FILES = {
@@ -27,6 +29,18 @@ FILES = {
         decision="We will use Postgres."),
     "docs/adr/0002-use-grpc.md": "# 2. Use gRPC\n\nDate: 28/04/2026\n\n## Status\n\nAccepted\n\n## Decision\n\n"
     "Services talk gRPC.\n",
+    # A reference by number and title, not a link.
+    "docs/adr/0003-use-soap.md": NYGARD.format(
+        number=3, title="Use SOAP", status="Superseded by 0002: Use gRPC", context="Old clients.",
+        decision="We used SOAP."),
+    # A part replaced, the rest in force.
+    "docs/adr/0004-use-redis.md": NYGARD.format(
+        number=4, title="Use Redis for sessions and caching",
+        status="Partially superseded by [ADR-0005](0005-use-memcached-for-caching.md): caching moves to "
+        "Memcached; everything else remains in force.", context="Sessions and caches.", decision="Redis."),
+    "docs/adr/0005-use-memcached-for-caching.md": NYGARD.format(
+        number=5, title="Use Memcached for caching", status="Accepted", context="Redis memory.",
+        decision="Caching moves to Memcached; sessions stay on Redis (partly supersedes ADR-0004)."),
     "docs/adr/20240427-adopt-ruff.md": "# Adopt ruff\n\n## Status\n\nAccepted\n\n## Decision\n\nWe lint with ruff.\n",
     # Beside them, not records.
     "docs/adr/AGENTS.md": "# Agent guide for ADRs\n\n## Decision\n\nWrite one ADR per decision.\n\n"
@@ -58,16 +72,42 @@ def decisions(built: tuple[Path, Home]) -> dict[str, str | None]:
 
 def test_only_the_records_of_an_adr_folder_are_decisions(built) -> None:
     assert set(decisions(built)) == {
-        "docs/adr/0001-use-postgres.md", "docs/adr/0002-use-grpc.md", "docs/adr/20240427-adopt-ruff.md",
+        "docs/adr/0001-use-postgres.md", "docs/adr/0002-use-grpc.md", "docs/adr/0003-use-soap.md",
+        "docs/adr/0004-use-redis.md", "docs/adr/0005-use-memcached-for-caching.md", "docs/adr/20240427-adopt-ruff.md",
     }  # fmt: skip
 
 
 def test_dates_in_the_status_line_day_first_and_a_compact_file_name(built) -> None:
-    assert decisions(built) == {
+    dated = {path: day for path, day in decisions(built).items() if not path.startswith(("docs/adr/0004",
+                                                                                        "docs/adr/0005"))}
+    assert dated == {
         "docs/adr/0001-use-postgres.md": "2026-04-27",  # "Accepted — 2026-04-27"
         "docs/adr/0002-use-grpc.md": "2026-04-28",  # "Date: 28/04/2026"
+        "docs/adr/0003-use-soap.md": None,  # the date on its status line is not there: no date
         "docs/adr/20240427-adopt-ruff.md": "2024-04-27",  # no date line: the file name's
     }
+
+
+def test_a_reference_by_number_and_title_links_the_records(built) -> None:
+    root, home = built
+    with open_repo(home, root) as repo:
+        links = repo.rows("SELECT from_id, to_id, kind FROM decision_links WHERE repo_id = $repo")
+    assert sorted((row["from_id"], row["to_id"]) for row in links if row["kind"] == "supersedes") == [
+        ("docs/adr/0002-use-grpc.md#use grpc", "docs/adr/0003-use-soap.md#use soap")
+    ]
+
+
+def test_a_partial_supersession_leaves_the_rest_in_force(built) -> None:
+    root, home = built
+    redis, memcached = REDIS_ID, "docs/adr/0005-use-memcached-for-caching.md#use memcached for caching"
+    traced = trace(home, root, "4")
+    assert traced["decision"] == redis
+    assert traced["superseded_by"] == [] and traced["partially_superseded_by"] == [memcached]
+    assert "partly superseded by Use Memcached for caching (the rest stays in force)" in traced["answer"]
+    [record] = [item for item in traced["evidence"]["decisions"] if item["id"] == redis]
+    assert record["status"] == "partially superseded" and record["current"] is True
+    assert disproven(home, root, "redis")["disproven"] == []
+    assert trace(home, root, "5")["partially_supersedes"] == [redis]
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

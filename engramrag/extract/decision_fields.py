@@ -7,7 +7,7 @@ such as ``0002-use-x.md``, ``ADR-0002``, or a dated title such as ``2026-05-02: 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engramrag.vault.dates import date_in
 
@@ -20,6 +20,8 @@ SUPERSEDE_LINE = re.compile(
     r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?=(?:superseded|replaced|supersedes|replaces)(?![A-Za-z]))",
     re.IGNORECASE | re.MULTILINE,
 )
+# "Partially superseded by 0017" (everything else stays in force) names a successor of a part only.
+PARTIAL_WORD = re.compile(r"(?<![A-Za-z])(?:partially|partly|in[ \t]+part)[ \t]+$", re.IGNORECASE)
 SUPERSEDE_PHRASE = re.compile(
     r"(?<![A-Za-z])(?P<phrase>superseded[ \t]+by|replaced[ \t]+by|supersedes|replaces)(?![A-Za-z])"
     r"(?:\*\*|__)?[ \t]*[:：]?(?:\*\*|__)?[ \t]*",
@@ -57,6 +59,7 @@ class Found:
     start: int
     end: int
     label: str
+    partial: bool = False  # a reference after "partially superseded by" / "partly supersedes"
 
 
 @dataclass
@@ -118,13 +121,21 @@ def _date_found(text: str, start: int, end: int, label: str) -> Found | None:
     return Found(found[0], start + found[1], start + found[2], label) if found else None
 
 
+def is_partial(text: str, position: int) -> bool:
+    """Whether "partially" (partly, in part) comes just before ``position`` on its line."""
+    line_start = text.rfind("\n", 0, position) + 1
+    return bool(PARTIAL_WORD.search(text, line_start, position))
+
+
 def parse_status(text: str, start: int, end: int, label: str) -> Found | None:
     """The normalised status named in ``text[start:end]``: the first known status word, else the value itself
-    in lower case when it is short."""
+    in lower case when it is short. "Partially superseded" stays in force: its status says so."""
     word = STATUS_WORD.search(text, start, end)
     if word:
-        name = (word.group(1) or word.group(2)).casefold()
-        return Found(STATUS_NAMES[name], word.start(), word.end(), label)
+        name = STATUS_NAMES[(word.group(1) or word.group(2)).casefold()]
+        if name == "superseded" and is_partial(text, word.start()):
+            return Found("partially superseded", word.start(), word.end(), label)
+        return Found(name, word.start(), word.end(), label)
     value = text[start:end].strip().rstrip(".")
     if value and len(value) <= 40 and not value.startswith(("[", "(")):
         return Found(re.sub(r"\s+", " ", value.casefold()), start, start + len(value), label)
@@ -138,12 +149,13 @@ def references(text: str, start: int, end: int) -> list[tuple[str, Found]]:
     for phrase in SUPERSEDE_PHRASE.finditer(text, start, end):
         words = phrase.group("phrase")
         kind = "superseded_by" if words.casefold().endswith("by") else "supersedes"
+        partial = is_partial(text, phrase.start("phrase"))
         position = phrase.end()
         while True:
             reference, after = _reference_at(text, position, end, words)
             if reference is None:
                 break
-            found.append((kind, reference))
+            found.append((kind, replace(reference, partial=True) if partial else reference))
             separator = SEPARATOR.match(text, after, end)
             if separator is None:
                 break

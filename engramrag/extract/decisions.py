@@ -73,8 +73,6 @@ def is_adr(document: Document) -> bool:
         return False
     # An ADR-like name outside an ADR folder, or an unnumbered file inside one (a summary, a glossary): a record
     # only when it reads like one.
-    if "status" in document.front_matter:
-        return True
     headings = {normalise_label(clean_heading(h.text)) for h in document.headings}
     has_field = any(
         m.group("key").casefold() in ("status", "상태") for m in FIELD_LINE.finditer(document.text, document.body_start)
@@ -238,8 +236,8 @@ def _record(
     for predicate, written in (("supersedes", fields.supersedes), ("superseded_by", fields.superseded_by)):
         for reference in written:
             builder.statement(
-                key, predicate, reference.label, reference.value, object_is_entity=False,
-                span=_span(document, reference),
+                key, f"partially_{predicate}" if reference.partial else predicate, reference.label,
+                reference.value, object_is_entity=False, span=_span(document, reference),
             )  # fmt: skip
     while end > start and document.text[end - 1].isspace():
         end -= 1
@@ -266,8 +264,9 @@ def _decision_record(key: str, title: str, fields: Fields, span: Span) -> Decisi
         date=fields.date.value if fields.date else None,
         status=fields.status.value if fields.status else None,
         span=span,
-        supersedes=tuple(dict.fromkeys(f.value for f in fields.supersedes)),
-        superseded_by=tuple(dict.fromkeys(f.value for f in fields.superseded_by)),
+        # A partial successor replaces a part only: the vault's supersession reads whole replacements.
+        supersedes=tuple(dict.fromkeys(f.value for f in fields.supersedes if not f.partial)),
+        superseded_by=tuple(dict.fromkeys(f.value for f in fields.superseded_by if not f.partial)),
     )
 
 

@@ -500,22 +500,24 @@ def _resolve_pending(writer: duckdb.DuckDBPyConnection, repo: str, walk: _Walk) 
 def _rebuild_links(writer: duckdb.DuckDBPyConnection, repo: str) -> None:
     """One supersession edge (newer -> older) per pair, from the earliest reference that states it, whichever
     side wrote it ("Supersedes 2" in the new record, "Superseded by 4" in the old one); ``source_id`` is the
-    record that wrote it, ``line`` the line in that record's file at ``source_sha``."""
+    record that wrote it, ``line`` the line in that record's file at ``source_sha``. A partial one ("Partially
+    superseded by 17") is a ``partially_supersedes`` edge: the older record stays in force."""
     writer.execute("DELETE FROM decision_links WHERE repo_id = ?", [repo])
     writer.execute(
         """
         INSERT INTO decision_links (repo_id, from_id, to_id, kind, source_sha, line, source_id)
-        SELECT repo_id, from_id, to_id, 'supersedes', arg_min(sha, earliest), arg_min(line, earliest),
+        SELECT repo_id, from_id, to_id, link, arg_min(sha, earliest), arg_min(line, earliest),
                arg_min(decision_id, earliest)
         FROM (
             SELECT r.repo_id, r.kind, r.sha, r.line, r.decision_id, c.seq,
-                   (c.seq, r.line, r.kind = 'supersedes', r.decision_id) AS earliest,
-                   CASE WHEN r.kind = 'supersedes' THEN r.decision_id ELSE r.to_id END AS from_id,
-                   CASE WHEN r.kind = 'supersedes' THEN r.to_id ELSE r.decision_id END AS to_id
+                   (c.seq, r.line, r.kind LIKE '%supersedes', r.decision_id) AS earliest,
+                   CASE WHEN r.kind LIKE 'partially_%' THEN 'partially_supersedes' ELSE 'supersedes' END AS link,
+                   CASE WHEN r.kind LIKE '%supersedes' THEN r.decision_id ELSE r.to_id END AS from_id,
+                   CASE WHEN r.kind LIKE '%supersedes' THEN r.to_id ELSE r.decision_id END AS to_id
             FROM decision_refs r JOIN commits c ON c.repo_id = r.repo_id AND c.sha = r.sha
             WHERE r.repo_id = ? AND r.to_id IS NOT NULL AND r.to_id <> r.decision_id
         )
-        GROUP BY repo_id, from_id, to_id
+        GROUP BY repo_id, from_id, to_id, link
         """,
         [repo],
     )

@@ -45,6 +45,7 @@ from engramrag.vault.errors import DocumentRejected
 from engramrag.vault.markdown import mask_code, parse_document
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+REFERENCE_KINDS = ("supersedes", "superseded_by", "partially_supersedes", "partially_superseded_by")
 MADR_HEADINGS = frozenset({"context and problem statement", "decision outcome", "considered options",
                            "decision drivers", "pros and cons of the options"})  # fmt: skip
 SETTLED_STATUSES = frozenset({"rejected", "superseded", "deprecated", "obsolete"})
@@ -56,7 +57,7 @@ CONFIG = VaultConfig()
 
 @dataclass(frozen=True)
 class Reference:
-    kind: str  # "supersedes" | "superseded_by"
+    kind: str  # "supersedes" | "superseded_by", or either with "partially_" before it
     reference: str  # as written: "0004-move-the-catalog.md", "ADR-0004", "2024-03-05: Title"
     line: int
 
@@ -139,7 +140,7 @@ def _records(document: Document) -> list[Record]:
     lines = document.text.split("\n")
     references: dict[str, list[Reference]] = defaultdict(list)
     for statement in extraction.statements:
-        if statement.predicate in ("supersedes", "superseded_by"):
+        if statement.predicate in REFERENCE_KINDS:
             line = statement.span.line_start if statement.span is not None else 0
             references[statement.subject].append(Reference(statement.predicate, statement.obj, line))
     kind = record_format(document.path, document.text, document.front_matter, [h.text for h in document.headings])

@@ -23,6 +23,8 @@ LINKED_FILE = re.compile(
     r"\(([^()\s]+\.(?:md|markdown))\)|\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]|([^\s()\[\]]+\.(?:md|markdown))\b",
     re.IGNORECASE,
 )
+# What names a record by its number: "ADR-7", "#7", "7", and a number before its title ("0002: Use gRPC").
+NUMBERED_REFERENCE = re.compile(r"^\s*(ADR|RFC|DR)\b|^\s*#?\d+\s*(?:[:.)\-–—]\s*\S.*)?$", re.IGNORECASE)
 LEADING_NUMBER = re.compile(r"^0*(\d+)(?=[\-_. ])")
 # "D-3", "ADR-7", "RFC 12", "DR#4" at the start of a title or a reference: a record's own identifier.
 RECORD_ID = re.compile(r"^\s*([A-Za-z]{1,6})[\s#\-_]+0*(\d+)(?![\d.])")
@@ -101,7 +103,7 @@ class ReferenceIndex:
             if found:
                 return found
         number = ADR_NUMBER.match(reference)
-        if number and re.match(r"^\s*(ADR|RFC|DR)\b|^\s*#?\d+\s*$", reference, re.IGNORECASE):
+        if number and not dated and NUMBERED_REFERENCE.match(reference):
             paths = self._by_number.get(int(number.group(1)), set())
             found = self._singles(paths)
             near = self._singles(p for p in paths if posixpath.dirname(p) == folder)

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
@@ -25,12 +25,15 @@ from engramrag.store import Home
 
 PARAMETER = re.compile(r"\$([A-Za-z_]\w*)")
 RETIRED_STATUSES = frozenset({"superseded", "obsolete", "deprecated", "rejected", "replaced", "retired"})
+PARTIALLY = re.compile(r"\s*(?:partially|partly|in\s+part)\b", re.IGNORECASE)
 RETIRED_WORD = re.compile(r"supersed|obsolete|deprecat|reject|replaced|retired", re.IGNORECASE)
 
 
 def is_retired_status(status: str | None) -> bool:
     """Whether a status says the record no longer holds (Superseded by N, Obsolete, Deprecated, Rejected)."""
-    return bool(status) and (status.casefold() in RETIRED_STATUSES or bool(RETIRED_WORD.search(status)))
+    if not status or PARTIALLY.match(status):
+        return False  # "partially superseded": the rest stays in force
+    return status.casefold() in RETIRED_STATUSES or bool(RETIRED_WORD.search(status))
 
 
 def iso(value: date | datetime | None) -> str | None:
@@ -216,6 +219,8 @@ def decision_row(repo: Repo, row: dict[str, Any]) -> dict[str, Any]:
         "conflicts_with": sorted(row.get("conflicts_with") or ()),
         "supersedes": sorted(links.earlier.get(row["decision_id"], ())),
         "superseded_by": superseded_by,
+        "partially_supersedes": sorted(links.partly_earlier.get(row["decision_id"], ())),
+        "partially_superseded_by": sorted(links.partly_later.get(row["decision_id"], ())),
         "current": not superseded_by and not is_retired_status(row["status"]) and row.get("at_head", True),
         "at_head": row.get("at_head", True),
     }
@@ -236,6 +241,9 @@ class Supersession:
     later: dict[str, set[str]]
     earlier: dict[str, set[str]]
     since: dict[tuple[str, str], str]  # (later, earlier) -> the sha of the commit that recorded the link
+    # "Partially superseded by": a later record replaced a part; the earlier one stays in force.
+    partly_later: dict[str, set[str]] = field(default_factory=dict)
+    partly_earlier: dict[str, set[str]] = field(default_factory=dict)
 
     def chain(self, start: str, direction: str) -> list[str]:
         """Every decision reachable from ``start`` going ``later`` or ``earlier``, nearest first."""
@@ -268,18 +276,24 @@ def read_supersession(repo: Repo) -> Supersession:
     later: dict[str, set[str]] = {}
     earlier: dict[str, set[str]] = {}
     since: dict[tuple[str, str], str] = {}
+    partly_later: dict[str, set[str]] = {}
+    partly_earlier: dict[str, set[str]] = {}
     rows = repo.rows(
-        "SELECT l.from_id, l.to_id, l.source_sha FROM decision_links l "
+        "SELECT l.from_id, l.to_id, l.kind, l.source_sha FROM decision_links l "
         "LEFT JOIN commits c ON c.repo_id = l.repo_id AND c.sha = l.source_sha "
-        "WHERE l.repo_id = $repo AND l.kind = 'supersedes' ORDER BY c.seq NULLS LAST, l.source_sha"
+        "WHERE l.repo_id = $repo ORDER BY c.seq NULLS LAST, l.source_sha"
     )
     for row in rows:
         if row["from_id"] == row["to_id"]:
             continue
+        if row["kind"] != "supersedes":
+            partly_later.setdefault(row["to_id"], set()).add(row["from_id"])
+            partly_earlier.setdefault(row["from_id"], set()).add(row["to_id"])
+            continue
         later.setdefault(row["to_id"], set()).add(row["from_id"])
         earlier.setdefault(row["from_id"], set()).add(row["to_id"])
         since.setdefault((row["from_id"], row["to_id"]), row["source_sha"])
-    return Supersession(later, earlier, since)
+    return Supersession(later, earlier, since, partly_later, partly_earlier)
 
 
 def public(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -149,7 +149,10 @@ def trace(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str]
         links = repo.links
         earlier = links.chain(decision_id, "earlier")
         later = links.chain(decision_id, "later")
-        chain = {item["id"]: item for item in current_decisions(repo, earlier + later)}
+        partly = sorted(links.partly_later.get(decision_id, ())) + sorted(links.partly_earlier.get(decision_id, ()))
+        chain = {item["id"]: item for item in current_decisions(repo, earlier + later + partly)}
+        partly_later = [i for i in sorted(links.partly_later.get(decision_id, ())) if i in chain]
+        partly_earlier = [i for i in sorted(links.partly_earlier.get(decision_id, ())) if i in chain]
         governed = repo.rows(
             "SELECT path, reason, sha FROM rationale WHERE repo_id = $repo AND decision_id = $id "
             "ORDER BY path, reason, sha",
@@ -173,11 +176,15 @@ def trace(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str]
             f"{current['lines']}): {len(history)} version(s)"
             + (f"; supersedes {', '.join(chain[i]['title'] for i in earlier if i in chain)}" if earlier else "")
             + (f"; superseded by {', '.join(chain[i]['title'] for i in later if i in chain)}" if later else "")
+            + (f"; partly supersedes {', '.join(chain[i]['title'] for i in partly_earlier)}" if partly_earlier
+               else "")
+            + (f"; partly superseded by {', '.join(chain[i]['title'] for i in partly_later)} (the rest stays in "
+               "force)" if partly_later else "")
             + f"; governs {len(files)} file(s)"
         )
         return answer(
             text,
-            decisions=[current, *(chain[i] for i in earlier + later if i in chain)],
+            decisions=[current, *(chain[i] for i in dict.fromkeys(earlier + later + partly) if i in chain)],
             commits=commits,
             files=list(files.values()),
             people=[],
@@ -189,5 +196,7 @@ def trace(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str]
             ],
             supersedes=earlier,
             superseded_by=later,
+            partially_supersedes=partly_earlier,
+            partially_superseded_by=partly_later,
             written_by=written_by,
         )
