@@ -13,12 +13,13 @@ import pytest
 from gitrepo import commit, git
 
 from engramrag.gitgraph.ingest import ingest
-from engramrag.gitgraph.tools import disproven, trace
+from engramrag.gitgraph.tools import disproven, trace, who_knows
 from engramrag.gitgraph.tools.base import open_repo
 from engramrag.store import Home
 from engramrag.vault.dates import find_date
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+APP = "src/app.py"
 REDIS_ID = "docs/adr/0004-use-redis.md#use redis for sessions and caching"
 
 NYGARD = "# {number}. {title}\n\n## Status\n\n{status}\n\n## Context\n\n{context}\n\n## Decision\n\n{decision}\n"
@@ -57,10 +58,25 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
     root = base / "repo"
     root.mkdir()
     git(root, "init", "-q")
-    commit(root, "alice", "2026-04-29T10:00:00+00:00", "Record the first decisions", FILES)
+    commit(root, "alice", "2026-04-29T10:00:00+00:00", "Record the first decisions", {**FILES, APP: "A = 1\n"})
+    # The same person from another address; a side branch by Bob, merged by Carol.
+    (root / APP).write_text("A = 1\nB = 2\n", encoding="utf-8")
+    git(root, "commit", "-q", "-am", "Add B", env=identity_with("Alice Kim", "alice@work.example", "2026-04-30"))
+    git(root, "checkout", "-q", "-b", "side")
+    commit(root, "bob", "2026-05-01T10:00:00+00:00", "Add C", {APP: "A = 1\nB = 2\nC = 3\n"})
+    git(root, "checkout", "-q", "main")
+    commit(root, "alice", "2026-05-02T10:00:00+00:00", "Notes", {"NOTES.md": "# Notes\n"})
+    git(root, "merge", "-q", "--no-ff", "-m", "Merge branch 'side'", "side",
+        env=identity_with("Carol Park", "carol@example.com", "2026-05-03"))  # fmt: skip
     home = Home.at(base / "home")
     ingest(root, home, progress=False)
     return root, home
+
+
+def identity_with(name: str, email: str, day: str) -> dict[str, str]:
+    when = f"{day}T10:00:00+00:00"
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": when,
+            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": when}  # fmt: skip
 
 
 def decisions(built: tuple[Path, Home]) -> dict[str, str | None]:
@@ -108,6 +124,15 @@ def test_a_partial_supersession_leaves_the_rest_in_force(built) -> None:
     assert record["status"] == "partially superseded" and record["current"] is True
     assert disproven(home, root, "redis")["disproven"] == []
     assert trace(home, root, "5")["partially_supersedes"] == [redis]
+
+
+def test_one_person_under_two_addresses_and_no_credit_for_a_merge(built) -> None:
+    root, home = built
+    ranked = who_knows(home, root, APP)
+    assert sorted(ranked["ranking"]) == ["alice@example.com", "bob@example.com"]  # not Carol, who only merged
+    people = {item["key"]: item for item in ranked["evidence"]["people"]}
+    assert people["alice@example.com"]["name"] == "Alice Kim"
+    assert people["alice@example.com"]["commits"] == 2  # both addresses' commits
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

@@ -100,6 +100,14 @@ def person_key(name: str, email: str) -> str:
     return re.sub(r"\s+", " ", name.strip().casefold())
 
 
+def full_name(name: str) -> str | None:
+    """A name that tells one person from another (at least two words, in lower case with single spaces): the
+    same full name under two e-mail addresses is one person (a work and a private address, a changed
+    employer). A one-word name ("alice", "root", "ubuntu") may be many people, so it joins nothing."""
+    words = name.strip().casefold().split()
+    return " ".join(words) if len(words) >= 2 else None
+
+
 def person(name: str, email: str) -> Person:
     kind = agent_kind(name, email)
     return Person(person_key(name, email), name.strip(), email.strip(), kind is not None, kind)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -30,7 +30,7 @@ import duckdb
 
 from engramrag.gitgraph.blame import blame_lines
 from engramrag.gitgraph.gitcli import BlobReader, Git, GitError
-from engramrag.gitgraph.history import Commit, Person, read_history
+from engramrag.gitgraph.history import Commit, Person, full_name, person_key, read_history
 from engramrag.gitgraph.instructions import instruction_scope, sections
 from engramrag.gitgraph.records import (
     Dated,
@@ -181,6 +181,7 @@ class _State:
     refs: set[tuple[str, str, str]] = field(default_factory=set)  # (decision id, kind, reference) recorded
     tree: PathIndex = field(default_factory=PathIndex)
     current: list[dict[str, Any]] = field(default_factory=list)  # decision_current rows as the store holds them
+    keys_by_name: dict[str, str] = field(default_factory=dict)  # a person's full name -> the key first seen
 
 
 def _load_state(reader: duckdb.DuckDBPyConnection, repo: str, git: Git, last: str) -> _State:
@@ -222,6 +223,12 @@ def _load_state(reader: duckdb.DuckDBPyConnection, repo: str, git: Git, last: st
     state.named = set(rows("SELECT decision_id, path FROM rationale WHERE repo_id = ? AND reason = 'named-in-record'"))
     state.refs = set(rows("SELECT decision_id, kind, reference FROM decision_refs WHERE repo_id = ?"))
     state.tree = PathIndex(git.tree(last))
+    for name, key in rows(
+        "SELECT p.name, p.person_key FROM people p WHERE NOT p.is_agent AND p.person_key IN "
+        "(SELECT person_key FROM commit_people WHERE repo_id = ?) ORDER BY p.person_key"
+    ):
+        if (known := full_name(name)) is not None:
+            state.keys_by_name.setdefault(known, key)
     return state
 
 
@@ -250,19 +257,29 @@ class _Walk:
     def instruction_versions(self) -> int:
         return len({(row["path"], row["sha"]) for row in self.rows["instruction_versions"]})
 
+    def same_person(self, person: Person) -> Person:
+        """The person under the key their full name was first seen with (one person, two e-mail addresses)."""
+        name = None if person.is_agent else full_name(person.name)
+        if name is None:
+            return person
+        key = self.state.keys_by_name.setdefault(name, person.key)
+        return person if key == person.key else replace(person, key=key)
+
     def add(self, commit: Commit) -> None:
         sha = commit.sha
+        author, committer = self.same_person(commit.author), self.same_person(commit.committer)
         self.rows["commits"].append({
             "repo_id": self.repo, "sha": sha, "seq": self.seq, "parents": list(commit.parents),
-            "author_key": commit.author.key, "committer_key": commit.committer.key,
+            "author_key": author.key, "committer_key": committer.key,
             "authored_at": commit.authored_at, "committed_at": commit.committed_at, "subject": commit.subject,
             "body": commit.body, "is_merge": commit.is_merge,
         })  # fmt: skip
         self.seq += 1
-        roles = [(commit.author, "author"), (commit.committer, "committer")]
-        roles += [(person, "co-author") for person in commit.co_authors]
+        roles = [(author, "author"), (committer, "committer")]
+        roles += [(self.same_person(person), "co-author") for person in commit.co_authors]
         for person, role in roles:
-            self.people[person.key] = person
+            if person.key == person_key(person.name, person.email):  # an alias address does not rename the row
+                self.people[person.key] = person
             self.rows["commit_people"].append(
                 {"repo_id": self.repo, "sha": sha, "person_key": person.key, "role": role}
             )

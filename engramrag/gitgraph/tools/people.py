@@ -48,7 +48,7 @@ def who_knows(
             "coalesce(fc.added, 0) + coalesce(fc.deleted, 0) AS lines FROM file_changes fc "
             "JOIN commits c ON c.repo_id = fc.repo_id AND c.sha = fc.sha "
             "JOIN commit_people cp ON cp.repo_id = fc.repo_id AND cp.sha = fc.sha "
-            "WHERE fc.repo_id = $repo AND cp.role IN ('author', 'co-author') "
+            "WHERE fc.repo_id = $repo AND cp.role IN ('author', 'co-author') AND NOT c.is_merge "
             "AND (list_contains($names, fc.path) OR list_contains($names, fc.old_path))",
             {"names": names},
         )
