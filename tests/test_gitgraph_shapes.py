@@ -13,7 +13,7 @@ import pytest
 from gitrepo import commit, git
 
 from engramrag.gitgraph.ingest import ingest
-from engramrag.gitgraph.tools import disproven, trace, who_knows
+from engramrag.gitgraph.tools import disproven, trace, who_knows, why
 from engramrag.gitgraph.tools.base import open_repo
 from engramrag.store import Home
 from engramrag.vault.dates import find_date
@@ -133,6 +133,12 @@ def test_one_person_under_two_addresses_and_no_credit_for_a_merge(built) -> None
     people = {item["key"]: item for item in ranked["evidence"]["people"]}
     assert people["alice@example.com"]["name"] == "Alice Kim"
     assert people["alice@example.com"]["commits"] == 2  # both addresses' commits
+    assert people["alice@example.com"]["decisions"] == []  # the ADRs that arrived with the file are not about it
+
+
+def test_a_commit_that_adds_many_records_governs_none_of_the_files_beside_them(built) -> None:
+    root, home = built
+    assert why(home, root, APP)["evidence"]["decisions"] == []  # six ADRs arrived with it: an import, no rationale
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

@@ -54,6 +54,10 @@ from engramrag.revise.references import ReferenceIndex
 from engramrag.store import Home
 
 MAX_COMPANIONS = 20
+# A commit that changes more records than this at once (an import of an ADR folder, a sweep that renumbers or
+# fixes titles) is editing the records, not deciding about the files beside them: no changed-with-record
+# rationale. Two: a new decision and the one it supersedes.
+MAX_COMPANION_RECORDS = 2
 ATTEMPTS = 3
 
 
@@ -407,7 +411,7 @@ class _Walk:
                 })  # fmt: skip
 
     def _companions(self, commit: Commit, changed: list[Record]) -> None:
-        if not changed or commit.is_merge:
+        if not changed or commit.is_merge or len(changed) > MAX_COMPANION_RECORDS:
             return
         companions = sorted({c.path for c in commit.changes if c.change != "D" and not is_decision_candidate(c.path)})
         if len(companions) > MAX_COMPANIONS:
