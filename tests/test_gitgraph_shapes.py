@@ -43,6 +43,9 @@ FILES = {
         number=5, title="Use Memcached for caching", status="Accepted", context="Redis memory.",
         decision="Caching moves to Memcached; sessions stay on Redis (partly supersedes ADR-0004)."),
     "docs/adr/20240427-adopt-ruff.md": "# Adopt ruff\n\n## Status\n\nAccepted\n\n## Decision\n\nWe lint with ruff.\n",
+    # Two records of one day about one thing, neither naming the other.
+    "DECISIONS.md": "# Decisions\n\n## 2026-04-20: Cache search results in Redis\n\nStatus: accepted\n\n"
+    "## 2026-04-20: Cache search results on disk\n\nStatus: accepted\n",
     # Beside them, not records.
     "docs/adr/AGENTS.md": "# Agent guide for ADRs\n\n## Decision\n\nWrite one ADR per decision.\n\n"
     "## Status\n\nKeep the status line current.\n",
@@ -90,12 +93,13 @@ def test_only_the_records_of_an_adr_folder_are_decisions(built) -> None:
     assert set(decisions(built)) == {
         "docs/adr/0001-use-postgres.md", "docs/adr/0002-use-grpc.md", "docs/adr/0003-use-soap.md",
         "docs/adr/0004-use-redis.md", "docs/adr/0005-use-memcached-for-caching.md", "docs/adr/20240427-adopt-ruff.md",
+        "DECISIONS.md",
     }  # fmt: skip
 
 
 def test_dates_in_the_status_line_day_first_and_a_compact_file_name(built) -> None:
-    dated = {path: day for path, day in decisions(built).items() if not path.startswith(("docs/adr/0004",
-                                                                                        "docs/adr/0005"))}
+    dated = {path: day for path, day in decisions(built).items()
+             if not path.startswith(("docs/adr/0004", "docs/adr/0005", "DECISIONS"))}  # fmt: skip
     assert dated == {
         "docs/adr/0001-use-postgres.md": "2026-04-27",  # "Accepted — 2026-04-27"
         "docs/adr/0002-use-grpc.md": "2026-04-28",  # "Date: 28/04/2026"
@@ -139,6 +143,14 @@ def test_one_person_under_two_addresses_and_no_credit_for_a_merge(built) -> None
 def test_a_commit_that_adds_many_records_governs_none_of_the_files_beside_them(built) -> None:
     root, home = built
     assert why(home, root, APP)["evidence"]["decisions"] == []  # six ADRs arrived with it: an import, no rationale
+
+
+def test_a_same_day_conflict_is_in_the_answer_text(built) -> None:
+    root, home = built
+    text = why(home, root, "DECISIONS.md")["answer"]
+    assert "same-day conflict, neither names the other: Cache search results in Redis vs Cache search results " \
+           "on disk" in text or "same-day conflict, neither names the other: Cache search results on disk vs " \
+           "Cache search results in Redis" in text  # fmt: skip
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

@@ -226,6 +226,20 @@ def decision_row(repo: Repo, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def conflict_note(decisions: Iterable[dict[str, Any]]) -> str:
+    """The same-day conflicts among these decisions, for an answer's text (not only its JSON): two records of
+    one day about the same thing, neither naming the other, so no date can say which holds."""
+    pairs = sorted({
+        tuple(sorted((item["id"], other))) for item in decisions if item.get("current")
+        for other in item.get("conflicts_with", ())
+    })  # fmt: skip
+    if not pairs:
+        return ""
+    titles = {item["id"]: item["title"] for item in decisions}
+    shown = [" vs ".join(titles.get(i, i) for i in pair) for pair in pairs[:3]]
+    return f"; same-day conflict, neither names the other: {'; '.join(shown)}"
+
+
 def order_decisions(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Current decisions first, then the newest; ties by id so that answers are stable."""
     decisions.sort(key=lambda item: item["id"])

@@ -16,6 +16,7 @@ from engramrag.gitgraph.tools.base import (
     answer,
     blame_lines,
     commits_by_sha,
+    conflict_note,
     current_decisions,
     decision_row,
     is_retired_status,
@@ -181,6 +182,7 @@ def trace(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str]
             + (f"; partly superseded by {', '.join(chain[i]['title'] for i in partly_later)} (the rest stays in "
                "force)" if partly_later else "")
             + f"; governs {len(files)} file(s)"
+            + conflict_note([current, *current_decisions(repo, current["conflicts_with"])])
         )
         return answer(
             text,

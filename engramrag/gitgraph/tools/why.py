@@ -13,6 +13,7 @@ from engramrag.gitgraph.tools.base import (
     answer,
     blame_lines,
     commits_by_sha,
+    conflict_note,
     current_decisions,
     decision_row,
     governing,
@@ -65,6 +66,7 @@ def why(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str], 
             + (f" ({'; '.join(item['title'] for item in current[:3])})" if current else "")
             + f" and {len(decisions) - len(current)} superseded or retired; changed by {len(changed)} commit(s)"
             + (f" under the names {', '.join(names[1:])}" if len(names) > 1 else "")
+            + conflict_note(decisions)
         )
         for commit in changed:
             commit["change"] = changes[commit["sha"]]
