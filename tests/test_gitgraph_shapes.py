@@ -13,13 +13,14 @@ import pytest
 from gitrepo import commit, git
 
 from engramrag.gitgraph.ingest import ingest
-from engramrag.gitgraph.tools import disproven, trace, who_knows, why
+from engramrag.gitgraph.tools import disproven, origin, trace, who_knows, why
 from engramrag.gitgraph.tools.base import open_repo
 from engramrag.store import Home
 from engramrag.vault.dates import find_date
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 APP = "src/app.py"
+ADR_6 = "docs/adr/0006-keep-constants-in-the-app-module.md"
 REDIS_ID = "docs/adr/0004-use-redis.md#use redis for sessions and caching"
 
 NYGARD = "# {number}. {title}\n\n## Status\n\n{status}\n\n## Context\n\n{context}\n\n## Decision\n\n{decision}\n"
@@ -68,12 +69,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
     git(root, "checkout", "-q", "-b", "side")
     commit(root, "bob", "2026-05-01T10:00:00+00:00", "Add C", {APP: "A = 1\nB = 2\nC = 3\n"})
     git(root, "checkout", "-q", "main")
-    commit(root, "alice", "2026-05-02T10:00:00+00:00", "Notes", {"NOTES.md": "# Notes\n"})
+    commit(root, "alice", "2026-05-02T10:00:00+00:00", "Decide about the app", {
+        "NOTES.md": "# Notes\n", ADR_6: NYGARD.format(number=6, title="Keep constants in the app module",
+        status="Accepted", context="Constants.", decision="Constants live in `src/app.py`.")})  # fmt: skip
     git(root, "merge", "-q", "--no-ff", "-m", "Merge branch 'side'", "side",
         env=identity_with("Carol Park", "carol@example.com", "2026-05-03"))  # fmt: skip
     home = Home.at(base / "home")
     ingest(root, home, progress=False)
     return root, home
+
+
+def ids(items: list[dict]) -> list[str]:
+    return [item["id"] for item in items]
 
 
 def identity_with(name: str, email: str, day: str) -> dict[str, str]:
@@ -93,13 +100,13 @@ def test_only_the_records_of_an_adr_folder_are_decisions(built) -> None:
     assert set(decisions(built)) == {
         "docs/adr/0001-use-postgres.md", "docs/adr/0002-use-grpc.md", "docs/adr/0003-use-soap.md",
         "docs/adr/0004-use-redis.md", "docs/adr/0005-use-memcached-for-caching.md", "docs/adr/20240427-adopt-ruff.md",
-        "DECISIONS.md",
+        "DECISIONS.md", ADR_6,
     }  # fmt: skip
 
 
 def test_dates_in_the_status_line_day_first_and_a_compact_file_name(built) -> None:
     dated = {path: day for path, day in decisions(built).items()
-             if not path.startswith(("docs/adr/0004", "docs/adr/0005", "DECISIONS"))}  # fmt: skip
+             if not path.startswith(("docs/adr/0004", "docs/adr/0005", "docs/adr/0006", "DECISIONS"))}  # fmt: skip
     assert dated == {
         "docs/adr/0001-use-postgres.md": "2026-04-27",  # "Accepted — 2026-04-27"
         "docs/adr/0002-use-grpc.md": "2026-04-28",  # "Date: 28/04/2026"
@@ -137,12 +144,13 @@ def test_one_person_under_two_addresses_and_no_credit_for_a_merge(built) -> None
     people = {item["key"]: item for item in ranked["evidence"]["people"]}
     assert people["alice@example.com"]["name"] == "Alice Kim"
     assert people["alice@example.com"]["commits"] == 2  # both addresses' commits
-    assert people["alice@example.com"]["decisions"] == []  # the ADRs that arrived with the file are not about it
+    assert people["alice@example.com"]["decisions"] == [f"{ADR_6}#keep constants in the app module"]
 
 
 def test_a_commit_that_adds_many_records_governs_none_of_the_files_beside_them(built) -> None:
     root, home = built
-    assert why(home, root, APP)["evidence"]["decisions"] == []  # six ADRs arrived with it: an import, no rationale
+    # six ADRs arrived with it: an import, no rationale (ADR 6 names the file, which is why it governs it)
+    assert ids(why(home, root, APP)["evidence"]["decisions"]) == [f"{ADR_6}#keep constants in the app module"]
 
 
 def test_a_same_day_conflict_is_in_the_answer_text(built) -> None:
@@ -151,6 +159,19 @@ def test_a_same_day_conflict_is_in_the_answer_text(built) -> None:
     assert "same-day conflict, neither names the other: Cache search results in Redis vs Cache search results " \
            "on disk" in text or "same-day conflict, neither names the other: Cache search results on disk vs " \
            "Cache search results in Redis" in text  # fmt: skip
+
+
+def test_a_side_branch_commit_sees_only_the_decisions_of_its_own_history(built) -> None:
+    root, home = built
+    adr6 = f"{ADR_6}#keep constants in the app module"
+    with open_repo(home, root) as repo:
+        rows = repo.rows("SELECT subject, seq FROM commits WHERE repo_id = $repo")
+    seq = {row["subject"]: row["seq"] for row in rows}
+    assert seq["Decide about the app"] < seq["Add C"]  # ingested before the side commit: order alone would err
+    side = origin(home, root, APP, 3)  # line 3 came from Bob's commit on the side branch
+    assert side["evidence"]["commits"][0]["subject"] == "Add C"
+    assert adr6 not in ids(side["evidence"]["decisions"])
+    assert adr6 in ids(why(home, root, APP)["evidence"]["decisions"])  # it governs the file now
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

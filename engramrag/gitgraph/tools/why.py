@@ -128,7 +128,7 @@ def origin(
         if not introduced:
             raise LookupError(f"commit {sha[:12]} is not in the store yet: run `engram git ingest {repo.root}`")
         commit = introduced[0]
-        decisions = decisions_in_force(repo, names, commit["_seq"])
+        decisions = decisions_in_force(repo, names, commit)
         what = f"line {line} of {path}" if line is not None else path
         text = f"{what} was introduced by {sha[:12]} ({commit['date'][:10]}, {commit['author']}): {commit['subject']}"
         text += f"; {len(decisions)} governing decision(s) were in force then" if decisions else ""
@@ -182,33 +182,34 @@ def line_history(repo: Repo, path: str, line: int) -> list[str]:
     return [row[1:].strip() for row in out.split("\n") if row.startswith("\x01")]
 
 
-def decisions_in_force(repo: Repo, names: list[str], when: int) -> list[dict[str, Any]]:
-    """Decisions governing the file as each stood at commit number ``when`` (``commits.seq``): the latest version
-    written by then, unless it was retired or superseded (by a link recorded by then)."""
+def decisions_in_force(repo: Repo, names: list[str], commit: dict[str, Any]) -> list[dict[str, Any]]:
+    """Decisions governing the file as they stood in ``commit``'s own history, not in the order commits were
+    ingested: each record as its file reads in the commit's tree, unless it was retired or superseded by a link
+    recorded in an ancestor of the commit (a side branch does not see what only main had)."""
     ids = sorted({row["decision_id"] for row in governing(repo, names)})
     if not ids:
         return []
-    rows = repo.rows(
-        "SELECT d.*, c.committed_at FROM decisions d JOIN commits c ON c.repo_id = d.repo_id AND c.sha = d.sha "
-        "WHERE d.repo_id = $repo AND list_contains($ids, d.decision_id) AND c.seq <= $when "
-        "QUALIFY row_number() OVER (PARTITION BY d.decision_id ORDER BY c.seq DESC) = 1",
-        {"ids": ids, "when": when},
-    )
+    tree = repo.git.tree(commit["sha"])
+    rows = [
+        row
+        for row in repo.rows(
+            "SELECT d.*, c.committed_at, c.seq FROM decisions d JOIN commits c ON c.repo_id = d.repo_id "
+            "AND c.sha = d.sha WHERE d.repo_id = $repo AND list_contains($ids, d.decision_id) ORDER BY c.seq DESC",
+            {"ids": ids},
+        )
+        if tree.get(row["path"]) == row["blob"]
+    ]
+    latest = {}
+    for row in rows:  # newest first: the version the tree holds, as last written
+        latest.setdefault(row["decision_id"], row)
     links = repo.links
-    superseded_then = set()
-    if links.since:
-        recorded = {
-            row["sha"]: row["seq"]
-            for row in repo.rows(
-                "SELECT sha, seq FROM commits WHERE repo_id = $repo AND list_contains($shas, sha)",
-                {"shas": sorted(set(links.since.values()))},
-            )
-        }
-        superseded_then = {
-            earlier for (_later, earlier), sha in links.since.items() if sha in recorded and recorded[sha] <= when
-        }
+    superseded_then = {
+        earlier
+        for (_later, earlier), sha in links.since.items()
+        if earlier in latest and repo.git.is_ancestor(sha, commit["sha"])
+    }
     found = []
-    for row in rows:
+    for row in latest.values():
         if row["decision_id"] in superseded_then or is_retired_status(row["status"]):
             continue
         decision = decision_row(repo, row)
