@@ -20,6 +20,9 @@ from engramrag.vault.dates import find_date
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 APP = "src/app.py"
+LEGACY = "src/legacy.py"
+ADR_7 = "docs/adr/0007-remove-the-legacy-module.md"
+ADR7_ID = f"{ADR_7}#remove the legacy module"
 ADR_6 = "docs/adr/0006-keep-constants-in-the-app-module.md"
 REDIS_ID = "docs/adr/0004-use-redis.md#use redis for sessions and caching"
 
@@ -62,7 +65,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
     root = base / "repo"
     root.mkdir()
     git(root, "init", "-q")
-    commit(root, "alice", "2026-04-29T10:00:00+00:00", "Record the first decisions", {**FILES, APP: "A = 1\n"})
+    commit(root, "alice", "2026-04-29T10:00:00+00:00", "Record the first decisions",
+           {**FILES, APP: "A = 1\n", LEGACY: "OLD = 0\n"})  # fmt: skip
     # The same person from another address; a side branch by Bob, merged by Carol.
     (root / APP).write_text("A = 1\nB = 2\n", encoding="utf-8")
     git(root, "commit", "-q", "-am", "Add B", env=identity_with("Alice Kim", "alice@work.example", "2026-04-30"))
@@ -74,6 +78,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
         status="Accepted", context="Constants.", decision="Constants live in `src/app.py`.")})  # fmt: skip
     git(root, "merge", "-q", "--no-ff", "-m", "Merge branch 'side'", "side",
         env=identity_with("Carol Park", "carol@example.com", "2026-05-03"))  # fmt: skip
+    commit(root, "bob", "2026-05-04T10:00:00+00:00", "Remove the legacy module", {
+        LEGACY: None, ADR_7: NYGARD.format(number=7, title="Remove the legacy module", status="Accepted",
+        context="Two places hold constants.", decision="We delete src/legacy.py. Its constants live in "
+        "/home/dev/project/src/app.py from now on.")})  # fmt: skip
     home = Home.at(base / "home")
     ingest(root, home, progress=False)
     return root, home
@@ -100,13 +108,13 @@ def test_only_the_records_of_an_adr_folder_are_decisions(built) -> None:
     assert set(decisions(built)) == {
         "docs/adr/0001-use-postgres.md", "docs/adr/0002-use-grpc.md", "docs/adr/0003-use-soap.md",
         "docs/adr/0004-use-redis.md", "docs/adr/0005-use-memcached-for-caching.md", "docs/adr/20240427-adopt-ruff.md",
-        "DECISIONS.md", ADR_6,
+        "DECISIONS.md", ADR_6, ADR_7,
     }  # fmt: skip
 
 
 def test_dates_in_the_status_line_day_first_and_a_compact_file_name(built) -> None:
     dated = {path: day for path, day in decisions(built).items()
-             if not path.startswith(("docs/adr/0004", "docs/adr/0005", "docs/adr/0006", "DECISIONS"))}  # fmt: skip
+             if not path.startswith(("docs/adr/0004", "docs/adr/0005", "docs/adr/0006", "docs/adr/0007", "DECISIONS"))}
     assert dated == {
         "docs/adr/0001-use-postgres.md": "2026-04-27",  # "Accepted — 2026-04-27"
         "docs/adr/0002-use-grpc.md": "2026-04-28",  # "Date: 28/04/2026"
@@ -149,8 +157,9 @@ def test_one_person_under_two_addresses_and_no_credit_for_a_merge(built) -> None
 
 def test_a_commit_that_adds_many_records_governs_none_of_the_files_beside_them(built) -> None:
     root, home = built
-    # six ADRs arrived with it: an import, no rationale (ADR 6 names the file, which is why it governs it)
-    assert ids(why(home, root, APP)["evidence"]["decisions"]) == [f"{ADR_6}#keep constants in the app module"]
+    # six ADRs arrived with it: an import, no rationale (ADRs 6 and 7 name the file, which is why they govern it)
+    assert sorted(ids(why(home, root, APP)["evidence"]["decisions"])) == [
+        f"{ADR_6}#keep constants in the app module", ADR7_ID]
 
 
 def test_a_same_day_conflict_is_in_the_answer_text(built) -> None:
@@ -172,6 +181,12 @@ def test_a_side_branch_commit_sees_only_the_decisions_of_its_own_history(built) 
     assert side["evidence"]["commits"][0]["subject"] == "Add C"
     assert adr6 not in ids(side["evidence"]["decisions"])
     assert adr6 in ids(why(home, root, APP)["evidence"]["decisions"])  # it governs the file now
+
+
+def test_a_record_governs_a_file_it_deletes_and_one_written_as_an_absolute_path(built) -> None:
+    root, home = built
+    assert ADR7_ID in ids(why(home, root, LEGACY)["evidence"]["decisions"])  # deleted in the same commit
+    assert ADR7_ID in ids(why(home, root, APP)["evidence"]["decisions"])  # /home/dev/project/src/app.py
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

@@ -287,18 +287,21 @@ class _Walk:
             self.rows["commit_people"].append(
                 {"repo_id": self.repo, "sha": sha, "person_key": person.key, "role": role}
             )
+        deleted: list[str] = []
         for change in commit.changes:
             self.rows["file_changes"].append({
                 "repo_id": self.repo, "sha": sha, "path": change.path, "old_path": change.old_path,
                 "change": change.change, "added": change.added, "deleted": change.deleted, "blob": change.blob,
             })  # fmt: skip
             if change.change == "D":
-                self.state.tree.remove(change.path)
+                deleted.append(change.path)
             else:
                 if change.old_path is not None and change.change == "R":
                     self.state.tree.remove(change.old_path)
                 self.state.tree.add(change.path)
-        changed = self._decisions(commit)
+        changed = self._decisions(commit)  # a file this commit deletes can still be named by its records
+        for path in deleted:
+            self.state.tree.remove(path)
         self._instructions(commit)
         self._companions(commit, changed)
 

@@ -50,7 +50,7 @@ MADR_HEADINGS = frozenset({"context and problem statement", "decision outcome", 
                            "decision drivers", "pros and cons of the options"})  # fmt: skip
 SETTLED_STATUSES = frozenset({"rejected", "superseded", "deprecated", "obsolete"})
 BACKTICK = re.compile(r"`([^`\n]+)`")
-PATH_LIKE = re.compile(r"(?<![\w@/.:-])(?:\.{1,2}/)*[\w.-]+(?:/[\w.-]+)*/?")
+PATH_LIKE = re.compile(r"(?<![\w@/.:-])/?(?:\.{1,2}/)*[\w.-]+(?:/[\w.-]+)*/?")
 EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 CONFIG = VaultConfig()
 
@@ -299,11 +299,23 @@ class PathIndex:
                 return normal
             if normal.rstrip("/") in self._folders:
                 return normal.rstrip("/") + "/"
+        if name.startswith("/"):
+            return self._absolute(name)
         tail = name.lstrip("./")
-        if not tail or tail.startswith("/"):
+        if not tail:
             return None
         matches = {p for p in self._by_name.get(tail.rsplit("/", 1)[-1], ()) if p == tail or p.endswith("/" + tail)}
         return next(iter(matches)) if len(matches) == 1 else None
+
+
+    def _absolute(self, name: str) -> str | None:
+        """An absolute path written on someone's machine (/home/dev/project/src/app.py): the longest tail of it
+        that is a path of the tree (src/app.py)."""
+        parts = posixpath.normpath(name).strip("/").split("/")
+        for start in range(1, len(parts)):
+            if (tail := "/".join(parts[start:])) in self._paths:
+                return tail
+        return None
 
 
 def _folders(path: str) -> Iterable[str]:
