@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from gitrepo import commit, git
 
+from engramrag.gitgraph.grounding import FIGURE_IN_QUOTE, IDENTIFIER_EXISTS, check_claim
 from engramrag.gitgraph.ingest import ingest
 from engramrag.gitgraph.tools import disproven, origin, trace, who_knows, why
 from engramrag.gitgraph.tools.base import open_repo
@@ -21,6 +22,12 @@ from engramrag.vault.dates import find_date
 REPOSITORY = Path(__file__).resolve().parents[1]
 APP = "src/app.py"
 LEGACY = "src/legacy.py"
+CODE = {
+    "src/schema/validator.rs": "pub fn validate_schema(input: &str) -> bool {\n    !input.is_empty()\n}\n",
+    "src/lib.rs": "pub mod schema;\nuse crate::schema::validator;\n",
+    "docs/retention.md": "# Retention\n\nThe catalog keeps\nevery note for 30 days.\n",
+    "README.md": "# Service\n\nWe validate inputs at the edge.\n",
+}
 ADR_7 = "docs/adr/0007-remove-the-legacy-module.md"
 ADR7_ID = f"{ADR_7}#remove the legacy module"
 ADR_6 = "docs/adr/0006-keep-constants-in-the-app-module.md"
@@ -66,7 +73,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
     root.mkdir()
     git(root, "init", "-q")
     commit(root, "alice", "2026-04-29T10:00:00+00:00", "Record the first decisions",
-           {**FILES, APP: "A = 1\n", LEGACY: "OLD = 0\n"})  # fmt: skip
+           {**FILES, APP: "A = 1\n", LEGACY: "OLD = 0\n", **CODE})  # fmt: skip
     # The same person from another address; a side branch by Bob, merged by Carol.
     (root / APP).write_text("A = 1\nB = 2\n", encoding="utf-8")
     git(root, "commit", "-q", "-am", "Add B", env=identity_with("Alice Kim", "alice@work.example", "2026-04-30"))
@@ -187,6 +194,27 @@ def test_a_record_governs_a_file_it_deletes_and_one_written_as_an_absolute_path(
     root, home = built
     assert ADR7_ID in ids(why(home, root, LEGACY)["evidence"]["decisions"])  # deleted in the same commit
     assert ADR7_ID in ids(why(home, root, APP)["evidence"]["decisions"])  # /home/dev/project/src/app.py
+
+
+def test_a_qualified_identifier_must_be_found_as_a_whole(built) -> None:
+    root, _ = built
+    real = check_claim(root, "HEAD", identifiers=["crate::schema::validator::validate_schema"])
+    assert real.accepted, real.reason
+    # every part occurs somewhere ("validate" in README), but validator.rs has no `validate`
+    made_up = check_claim(root, "HEAD", identifiers=["crate::schema::validator::validate"])
+    assert made_up.failed_checks == [IDENTIFIER_EXISTS]
+    assert "'validate' of crate::schema::validator::validate is not a word of src/schema/validator.rs" in \
+        made_up.reason  # fmt: skip
+
+
+def test_a_quote_across_a_line_break_and_a_record_number_are_accepted(built) -> None:
+    root, _ = built
+    verdict = check_claim(root, "HEAD", quote="The catalog keeps every note for 30 days.",
+                          source_path="docs/retention.md", claim="Notes are kept 30 days (ADR-0016, #12).")  # fmt: skip
+    assert verdict.accepted, verdict.reason
+    wrong = check_claim(root, "HEAD", quote="The catalog keeps every note for 30 days.",
+                        source_path="docs/retention.md", claim="Notes are kept 31 days (ADR-0016).")  # fmt: skip
+    assert wrong.failed_checks == [FIGURE_IN_QUOTE] and "31 is not in the quote" in wrong.reason
 
 
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:

@@ -1,11 +1,13 @@
 """Grounding checks: nothing a model writes enters the decision graph, or reaches a user, unchecked.
 
-A claim carries a quote from a file at a commit. It is accepted only when the quote is in that file verbatim,
-every figure the claim states is inside its quote (a number not in the quote is the model's, not the source's),
-every file it names exists in git at that commit, and every part of every qualified identifier it names
-(``pkg.mod.func``) is an identifier in the repository at that commit. An answer is accepted only when every id
-it cites was returned by a tool in the same run. A rejection names each check that failed and why, so the model
-(or a person) can fix exactly that.
+A claim carries a quote from a file at a commit. It is accepted only when the quote is in that file verbatim
+(line breaks and runs of spaces count as one space: a quote copied across a wrapped line is still the source's
+words), every figure the claim states is inside its quote (a number not in the quote is the model's, not the
+source's; record numbers such as ADR-0016 or #12 are names, not figures), every file it names exists in git at
+that commit, and every qualified identifier it names (``pkg.mod.func``, ``crate::schema::validator::validate``)
+is found as a whole: written out somewhere, or its last parts as words of the file its module parts name.
+An answer is accepted only when every id it cites was returned by a tool in the same run. A rejection names each
+check that failed and why, so the model (or a person) can fix exactly that.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ IDENTIFIER_EXISTS = "identifier-exists"
 CITED_ID_RETURNED = "cited-id-returned"
 
 FIGURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+# Numbers that name a record, not a quantity: ADR-0016, adr-7, RFC 7231, PR #12, #12.
+RECORD_NUMBER = re.compile(r"\b[A-Za-z]{1,6}-\d+\b|\b[A-Z]{2,6}[ _]?#?\d+\b|(?<![\w&])#\d+\b")
+WHITESPACE = re.compile(r"\s+")
+ROOT_PARTS = frozenset({"crate", "self", "super"})  # Rust's path roots name no file
+MODULE_FILES = ("mod", "__init__", "index", "lib", "main")
 BACKTICKED = re.compile(r"`([^`\n]+)`")
 QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”")
 IDENTIFIER_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -123,8 +130,8 @@ def _check_quote(git: Git, commit: str, source_path: str | None, quote: str) -> 
         content = blobs.read(f"{commit}:{source_path}")
     if content is None:
         return [Failure(QUOTE_VERBATIM, f"{source_path} cannot be read at {commit[:12]}")]
-    text = content.decode("utf-8", "replace").replace("\r\n", "\n")
-    if quote.replace("\r\n", "\n") in text:
+    text = content.decode("utf-8", "replace")
+    if _spaced(quote) in _spaced(text):
         return []
     return [Failure(QUOTE_VERBATIM, f"{_short(quote)!r} is not verbatim in {source_path} at {commit[:12]}")]
 
@@ -138,8 +145,12 @@ def figures(text: str) -> list[str]:
     return found
 
 
+def _spaced(text: str) -> str:
+    return WHITESPACE.sub(" ", text).strip()
+
+
 def _check_figures(claim: str, quote: str) -> list[Failure]:
-    own = BACKTICKED.sub(" ", claim)
+    own = RECORD_NUMBER.sub(" ", BACKTICKED.sub(" ", claim))
     own = own.replace(quote, " ") if quote else own
     own = QUOTED.sub(lambda match: " " if match.group(0)[1:-1] and match.group(0)[1:-1] in quote else match.group(0),
                      own)
@@ -150,26 +161,59 @@ def _check_figures(claim: str, quote: str) -> list[Failure]:
 
 def _check_identifiers(git: Git, commit: str, identifiers: Iterable[str]) -> list[Failure]:
     tree = git.tree(commit)
-    path_parts = {part for path in tree for piece in path.split("/") for part in (piece, piece.split(".")[0])}
     failures = []
-    cache: dict[str, bool] = {}
     for identifier in identifiers:
-        parts = [part for part in re.split(r"\.|::", identifier.removesuffix("()")) if part]
-        for part in parts:
-            if not IDENTIFIER_PART.match(part):
-                failures.append(Failure(IDENTIFIER_EXISTS, f"{part!r} in {identifier} is not an identifier"))
-                continue
-            if part not in cache:
-                cache[part] = part in path_parts or _word_in_tree(git, commit, part)
-            if not cache[part]:
-                failures.append(Failure(IDENTIFIER_EXISTS, f"{part!r} of {identifier} is nowhere at {commit[:12]}"))
+        name = identifier.removesuffix("()")
+        parts = [part for part in re.split(r"\.|::", name) if part]
+        wrong = [part for part in parts if not IDENTIFIER_PART.match(part)]
+        if wrong:
+            failures += [Failure(IDENTIFIER_EXISTS, f"{part!r} in {identifier} is not an identifier") for part in wrong]
+            continue
+        missing, where = _identifier_missing(git, commit, tree, name, parts)
+        failures += [
+            Failure(IDENTIFIER_EXISTS, f"{part!r} of {identifier} is not a word of {where} at {commit[:12]}")
+            for part in missing
+        ]
     return failures
 
 
-def _word_in_tree(git: Git, commit: str, word: str) -> bool:
-    """Whether ``word`` occurs as a whole word in some file at the commit (``git grep -w`` on the tree)."""
+def _identifier_missing(
+    git: Git, commit: str, tree: Mapping[str, str], name: str, parts: list[str]
+) -> tuple[list[str], str]:
+    """The parts of a qualified name not found, and where they were looked for: nothing when the whole name is
+    written in some file; else the longest run of leading parts that names files (``schema/validator.rs``,
+    ``pkg/mod.py``, ``pkg/mod/__init__.py``) must hold every remaining part as a word."""
+    if _in_tree(git, commit, [name], fixed=True):
+        return [], ""
+    named = [part for part in parts if part not in ROOT_PARTS]
+    for split in range(len(named) - 1, 0, -1):
+        module, rest = named[:split], named[split:]
+        files = sorted(path for path in tree if _names_module(path, module))
+        if files:
+            where = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+            return [part for part in rest if not _in_tree(git, commit, [part], files=files)], where
+    if _in_tree(git, commit, named, all_match=True):  # Class.method: both words in one file
+        return [], ""
+    return named, "any one file (and no file is named by its module parts)"
+
+
+def _names_module(path: str, module: list[str]) -> bool:
+    pieces = path.split("/")
+    pieces[-1] = pieces[-1].split(".", 1)[0]
+    if len(pieces) > 1 and pieces[-1] in MODULE_FILES:
+        pieces.pop()
+    return pieces[-len(module):] == module
+
+
+def _in_tree(
+    git: Git, commit: str, words: list[str], fixed: bool = False, files: Iterable[str] = (), all_match: bool = False
+) -> bool:
+    """Whether a word (``fixed``: a string) occurs in some file at the commit (``git grep`` on the tree);
+    ``all_match``: every one of ``words`` in one file."""
+    patterns = [argument for word in words for argument in ("-e", word)]
+    options = ["-q", "-F", "-I", *([] if fixed else ["-w"]), *(["--all-match"] if all_match else [])]
     try:
-        code = git.returncode("grep", "-q", "-w", "-F", "-I", "-e", word, commit, "--")
+        code = git.returncode("grep", *options, *patterns, commit, "--", *files)
     except GitError:
         return False
     return code == 0
