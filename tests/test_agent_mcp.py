@@ -266,12 +266,18 @@ def test_git_questions_over_mcp(fresh: tuple[Home, Path], tmp_path: Path) -> Non
     async def session() -> None:
         async with Client(server(home, vault, "--repo", str(repo.root))) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-            assert {"why", "what_breaks", "who_knows", "disproven", "trace", "origin", "told", "review_commit"} <= names
+            assert {"why", "what_breaks", "who_knows", "disproven", "trace", "origin", "told", "review_commit",
+                    "rank", "path"} <= names  # fmt: skip
             answer = structured(await client.call_tool("why", {"path": "src/store/catalog.py"}))
             assert answer["names"] == ["src/store/catalog.py", "src/catalog.py"]
             assert any(item["status"] == "superseded" for item in answer["evidence"]["decisions"])
             told = structured(await client.call_tool("told", {"commit": repo.merge}))
             assert "evidence" in told
+            ranked = structured(await client.call_tool("rank", {"top": 3}))
+            assert 0 < len(ranked["evidence"]["files"]) <= 3
+            route = structured(await client.call_tool(
+                "path", {"source": "file:src/store/catalog.py", "target": "person:alice@example.com"}))  # fmt: skip
+            assert route["evidence"] and "answer" in route
             wrong = error_text(await client.call_tool("why", {"path": "x.py", "repo": str(tmp_path)}))
             assert "not served here" in wrong
 

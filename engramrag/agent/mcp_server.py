@@ -53,7 +53,7 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
     """An MCP server over ``workspace``; run it with ``.run("stdio")`` or ``.run("streamable-http", ...)``.
 
     With ``repos`` (git repositories already ingested with ``engram git ingest``) it also answers the decision
-    graph's questions (why, what_breaks, who_knows, disproven, trace, origin, told, review_commit).
+    graph's questions (why, what_breaks, who_knows, disproven, trace, origin, told, review_commit, rank, path).
     """
     server = MCPServer(name, instructions=_instructions(workspace))
     lock = threading.Lock()  # one store writer at a time; the retriever is not shared across threads
@@ -200,6 +200,7 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
 
 def _add_git_tools(server: MCPServer, workspace: Workspace, repos: list[Path], call: Callable[[Any], Any]) -> None:
     from engramrag.gitgraph import tools
+    from engramrag.gitgraph.graph import rank_files, shortest_path
 
     known = {str(repo.resolve()): repo for repo in repos}
 
@@ -256,6 +257,18 @@ def _add_git_tools(server: MCPServer, workspace: Workspace, repos: list[Path], c
     def review_commit(commit: str, repo: str | None = None) -> dict[str, Any]:
         """The decisions a commit touches or contradicts, and the instructions in force when it was written."""
         return ask(tools.review, repo, commit)
+
+    @server.tool(annotations=READ_ONLY)
+    def rank(top: int = 10, repo: str | None = None) -> dict[str, Any]:
+        """The files carrying the most reasoning: PageRank over files, commits, decisions and people, restarted
+        at the decisions."""
+        return ask(rank_files, repo, max(1, min(top, 100)))
+
+    @server.tool(annotations=READ_ONLY)
+    def path(source: str, target: str, repo: str | None = None) -> dict[str, Any]:
+        """One shortest path between two nodes of the decision graph (kind:key such as file:src/a.py,
+        commit:SHA, decision:ID, person:KEY, or a name), each node with its evidence."""
+        return ask(shortest_path, repo, source, target)
 
 
 def _instructions(workspace: Workspace) -> str:
