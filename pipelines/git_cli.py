@@ -39,9 +39,15 @@ def add_git_commands(commands: Any) -> None:
     path.add_argument("target")
     _question_options(path)
     path.set_defaults(handler=_path)
-    review = actions.add_parser("review", help="The decisions a commit touches or contradicts; its instructions.")
-    review.add_argument("commit")
+    review = actions.add_parser(
+        "review", help="The decisions a commit (or a range BASE..HEAD) touches or contradicts; its instructions."
+    )
+    review.add_argument("commit", help="A commit, or a range BASE..HEAD (every commit in it, merges left out).")
     _question_options(review)
+    review.add_argument(
+        "--format", choices=["text", "json", "markdown"], default=None,
+        help="markdown: a review fit for a pull-request comment (text unless --json).",
+    )  # fmt: skip
     review.set_defaults(handler=_review)
     group.set_defaults(handler=lambda _args: (group.print_help(), 2)[1])
 
@@ -161,9 +167,19 @@ def _told(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace) -> int:
+    from engramrag.gitgraph.review_markdown import review_markdown
     from engramrag.gitgraph.tools import review
+    from engramrag.gitgraph.tools.commits import review_range
 
-    return _print(args, review(args.home, _repo(args), args.commit))
+    if ".." in args.commit:
+        result = review_range(args.home, _repo(args), args.commit)
+    else:
+        result = review(args.home, _repo(args), args.commit)
+    if args.format == "markdown":
+        print(review_markdown(result), end="")
+        return 0
+    args.json = args.json or args.format == "json"
+    return _print(args, result)
 
 
 def _rank(args: argparse.Namespace) -> int:

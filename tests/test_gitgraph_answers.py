@@ -28,6 +28,7 @@ from engramrag.gitgraph.grounding import (
 from engramrag.gitgraph.ingest import ingest
 from engramrag.gitgraph.tools import disproven, origin, review, told, trace, what_breaks, who_knows, why
 from engramrag.gitgraph.tools.base import open_repo
+from engramrag.gitgraph.tools.commits import review_range
 from engramrag.store import Home
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -389,3 +390,20 @@ def test_cli_ingest_and_review_actions_still_work(
     assert code == 0 and "no merge pairs" in out
     code, _ = run_cli(capsys, "why", "no/such/file.py", "--repo", str(built.root), "--home", str(built.home.root))
     assert code == 1
+
+
+def test_a_range_review_as_markdown_for_a_pull_request(built: Built, capsys: pytest.CaptureFixture[str]) -> None:
+    home = str(built.home.root)
+    changes = f"{built.tested}~1..{built.sqlite}"  # the two commits after the first ingest
+    result = review_range(built.home, built.root, changes)
+    assert [item["commit"] for item in result["reviews"]] == [built.tested, built.sqlite]
+    assert [(item["commit"], item["term"]) for item in result["contradictions"]] == [(built.sqlite, "sqlite")]
+    assert ADR4_ID in ids(result["evidence"]["decisions"]) and "1 CONTRADICTION(S)" in result["answer"]
+    code, out = run_cli(capsys, "review", changes, "--repo", str(built.root), "--home", home, "--format", "markdown")
+    assert code == 0 and out.startswith(f"### Decision review of {changes}")
+    assert "#### ⚠️ Contradicts 1 current decision(s)" in out
+    assert f"`{built.sqlite[:12]}` names **sqlite**" in out and "`src/store/catalog.py:" in out
+    row = "| Move the catalog to Postgres (2024-03-10) | current | `docs/adr/0004-move-the-catalog-to-postgres.md:"
+    assert row in out
+    code, _ = run_cli(capsys, "review", "HEAD..", "--repo", str(built.root), "--home", home)
+    assert code == 1  # not a range: the message says how to write one

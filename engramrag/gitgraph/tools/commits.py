@@ -151,59 +151,106 @@ def review(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str
     """The decisions a commit touches (files they govern, records it changed), whether it contradicts a current
     decision by naming an alternative that decision superseded, and the instructions in force (``told``)."""
     with open_repo(home, repo_path) as repo:
-        row = resolve_commit(repo, commit)
-        sha = row["sha"]
-        touched = touched_files(repo, sha)
-        governed = governed_by(repo, touched, row["_seq"])
-        written = {
-            item["decision_id"]
-            for item in repo.rows(
-                "SELECT DISTINCT decision_id FROM decisions WHERE repo_id = $repo AND sha = $sha", {"sha": sha}
+        return _review(repo, resolve_commit(repo, commit))
+
+
+def review_range(home: Home | str | os.PathLike[str], repo_path: str | os.PathLike[str], revisions: str) -> dict:
+    """``review`` of every commit in ``BASE..HEAD`` (merges left out: their changes are their branches'
+    commits'), oldest first, with the decisions the whole change touches, contradicts or records."""
+    base, dots, head = revisions.partition("..")
+    if not dots or not base or not head.lstrip("."):
+        raise ValueError(f"{revisions!r} is not a range; write BASE..HEAD (for example origin/main..HEAD)")
+    with open_repo(home, repo_path) as repo:
+        start, end = resolve_commit(repo, base), resolve_commit(repo, head.lstrip("."))
+        shas = repo.git.rev_list([f"^{start['sha']}", end["sha"]])
+        rows = {row["sha"]: row for row in commits_by_sha(repo, shas)}
+        missing = [sha for sha in shas if sha not in rows]
+        if missing:
+            raise LookupError(
+                f"{len(missing)} commit(s) of {revisions} are not ingested yet: run `engram git ingest {repo.root}`"
             )
-        }
-        linked = {
-            (item["from_id"], item["to_id"])
-            for item in repo.rows(
-                "SELECT from_id, to_id FROM decision_links WHERE repo_id = $repo AND source_sha = $sha", {"sha": sha}
+        reviews = [_review(repo, rows[sha]) for sha in shas if not rows[sha]["is_merge"]]
+        commits = commits_by_sha(repo, [item["commit"] for item in reviews])
+    decisions: dict[str, dict[str, Any]] = {}
+    for item in reviews:
+        for decision in item["evidence"]["decisions"]:
+            known = decisions.setdefault(decision["id"], {**decision, "governs_touched": [], "commits": []})
+            known["governs_touched"] = sorted({*known["governs_touched"], *decision.get("governs_touched", ())})
+            known["record_changed"] = known.get("record_changed") or decision.get("record_changed", False)
+            if decision.get("governs_touched") or decision.get("record_changed"):
+                known["commits"].append(item["commit"])
+    conflicts = [{**conflict, "commit": item["commit"]} for item in reviews for conflict in item["contradictions"]]
+    touched = [decision for decision in decisions.values() if decision["commits"]]
+    text = (
+        f"{revisions}: {len(reviews)} commit(s) touch {len(touched)} decision(s)"
+        + (f"; {len(conflicts)} CONTRADICTION(S) with current decisions" if conflicts else "; no contradiction")
+    )
+    return answer(
+        text,
+        decisions=order_decisions(touched),
+        commits=commits,
+        range=revisions,
+        reviews=reviews,
+        contradictions=conflicts,
+        records_changed=sorted({record for item in reviews for record in item["records_changed"]}),
+        supersessions_recorded=[link for item in reviews for link in item["supersessions_recorded"]],
+    )
+
+
+def _review(repo: Repo, row: dict[str, Any]) -> dict:
+    sha = row["sha"]
+    touched = touched_files(repo, sha)
+    governed = governed_by(repo, touched, row["_seq"])
+    written = {
+        item["decision_id"]
+        for item in repo.rows(
+            "SELECT DISTINCT decision_id FROM decisions WHERE repo_id = $repo AND sha = $sha AND changed IS NOT false",
+            {"sha": sha},
+        )
+    }
+    linked = {
+        (item["from_id"], item["to_id"])
+        for item in repo.rows(
+            "SELECT from_id, to_id FROM decision_links WHERE repo_id = $repo AND source_sha = $sha", {"sha": sha}
+        )
+    }
+    decisions = order_decisions(current_decisions(repo, set(governed) | written))
+    for decision in decisions:
+        decision["governs_touched"] = sorted(governed.get(decision["id"], ()))
+        decision["record_changed"] = decision["id"] in written
+    conflicts = contradictions(repo, row, touched, governed, written, linked)
+    instructions = _told(repo, row)
+    related = current_decisions(
+        repo, {item["superseded"] for item in conflicts} - {item["id"] for item in decisions}
+    )
+    text = (
+        f"{sha[:12]} ({row['subject']}) touches {len(decisions)} decision(s)"
+        + (f" and changes the records of {len(written)}" if written else "")
+        + "; "
+        + (
+            "CONTRADICTS " + "; ".join(
+                f"{item['decision_title']} by naming {item['term']!r} of superseded {item['superseded_title']}"
+                for item in conflicts[:3]
             )
-        }
-        decisions = order_decisions(current_decisions(repo, set(governed) | written))
-        for decision in decisions:
-            decision["governs_touched"] = sorted(governed.get(decision["id"], ()))
-            decision["record_changed"] = decision["id"] in written
-        conflicts = contradictions(repo, row, touched, governed, written, linked)
-        instructions = _told(repo, row)
-        related = current_decisions(
-            repo, {item["superseded"] for item in conflicts} - {item["id"] for item in decisions}
+            if conflicts
+            else "no contradiction with a current decision found"
         )
-        text = (
-            f"{sha[:12]} ({row['subject']}) touches {len(decisions)} decision(s)"
-            + (f" and changes the records of {len(written)}" if written else "")
-            + "; "
-            + (
-                "CONTRADICTS " + "; ".join(
-                    f"{item['decision_title']} by naming {item['term']!r} of superseded {item['superseded_title']}"
-                    for item in conflicts[:3]
-                )
-                if conflicts
-                else "no contradiction with a current decision found"
-            )
-            + f"; {len(instructions['instructions'])} instruction section(s) in force"
-        )
-        return answer(
-            text,
-            decisions=[*decisions, *related],
-            commits=instructions["evidence"]["commits"],
-            files=instructions["evidence"]["files"],
-            people=instructions["evidence"]["people"],
-            commit=sha,
-            touched=touched,
-            contradictions=conflicts,
-            records_changed=sorted(written),
-            supersessions_recorded=[{"from": later, "to": earlier} for later, earlier in sorted(linked)],
-            instructions=instructions["instructions"],
-            agents=instructions["agents"],
-        )
+        + f"; {len(instructions['instructions'])} instruction section(s) in force"
+    )
+    return answer(
+        text,
+        decisions=[*decisions, *related],
+        commits=instructions["evidence"]["commits"],
+        files=instructions["evidence"]["files"],
+        people=instructions["evidence"]["people"],
+        commit=sha,
+        touched=touched,
+        contradictions=conflicts,
+        records_changed=sorted(written),
+        supersessions_recorded=[{"from": later, "to": earlier} for later, earlier in sorted(linked)],
+        instructions=instructions["instructions"],
+        agents=instructions["agents"],
+    )
 
 
 def governed_by(repo: Repo, touched: list[str], seq: int) -> dict[str, set[str]]:
