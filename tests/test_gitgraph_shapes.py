@@ -217,6 +217,36 @@ def test_a_quote_across_a_line_break_and_a_record_number_are_accepted(built) -> 
     assert wrong.failed_checks == [FIGURE_IN_QUOTE] and "31 is not in the quote" in wrong.reason
 
 
+def test_a_number_names_the_file_that_has_it_now(tmp_path: Path) -> None:
+    """`git mv 0002-x.md 0003-x.md`, a new 0002, and "Superseded by ADR-0002" in 0001: the new 0002 superseded
+    0001, not the record that used to have the number (in a full and in an incremental ingest)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    rest, soap = "docs/adr/0001-use-rest.md", "docs/adr/0002-use-soap.md"
+    commit(root, "alice", "2026-01-05T10:00:00+00:00", "First two decisions", {
+        rest: NYGARD.format(number=1, title="Use REST", status="Accepted", context="APIs.", decision="REST."),
+        soap: NYGARD.format(number=2, title="Use SOAP for billing", status="Accepted", context="Billing.",
+                            decision="SOAP."),
+    })  # fmt: skip
+    home = Home.at(tmp_path / "home")
+    ingest(root, home, progress=False)
+    git(root, "mv", soap, "docs/adr/0003-use-soap.md")
+    commit(root, "bob", "2026-02-05T10:00:00+00:00", "Renumber, and replace REST", {
+        "docs/adr/0002-use-grpc.md": NYGARD.format(number=2, title="Use gRPC", status="Accepted",
+                                                   context="Latency.", decision="gRPC."),
+        rest: NYGARD.format(number=1, title="Use REST", status="Superseded by ADR-0002", context="APIs.",
+                            decision="REST."),
+    })  # fmt: skip
+    expected = [("docs/adr/0002-use-grpc.md#use grpc", "docs/adr/0001-use-rest.md#use rest")]
+    for where in (home, Home.at(tmp_path / "full")):  # incremental, then full
+        ingest(root, where, progress=False)
+        with open_repo(where, root) as repo:
+            links = repo.rows("SELECT from_id, to_id FROM decision_links WHERE repo_id = $repo")
+        assert [(row["from_id"], row["to_id"]) for row in links] == expected
+        assert trace(where, root, "3")["supersedes"] == []
+
+
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:
     assert find_date("Date: 03/04/2026") == "2026-04-03"
     assert find_date("Date: 04/27/2026") == "2026-04-27"  # no 27th month: month first

@@ -227,6 +227,9 @@ def _load_state(reader: duckdb.DuckDBPyConnection, repo: str, git: Git, last: st
     state.named = set(rows("SELECT decision_id, path FROM rationale WHERE repo_id = ? AND reason = 'named-in-record'"))
     state.refs = set(rows("SELECT decision_id, kind, reference FROM decision_refs WHERE repo_id = ?"))
     state.tree = PathIndex(git.tree(last))
+    for path in state.index.paths:
+        if path not in state.tree:
+            state.index.retire(path)
     for name, key in rows(
         "SELECT p.name, p.person_key FROM people p WHERE NOT p.is_agent AND p.person_key IN "
         "(SELECT person_key FROM commit_people WHERE repo_id = ?) ORDER BY p.person_key"
@@ -313,11 +316,13 @@ class _Walk:
             old, new = change.old_path, change.path
             if change.change == "D" and is_decision_candidate(new):
                 self.state.live.pop(new, None)
+                self.state.index.retire(new)
                 self.touched.add(new)
                 continue
             renamed = change.change == "R" and old is not None and is_decision_candidate(old)
             if renamed:
                 self.state.live.pop(old, None)
+                self.state.index.retire(old)
                 if is_decision_candidate(new):
                     self.state.origins[new] = self.state.origins.pop(old, old)
             if change.blob is None or not is_decision_candidate(new):

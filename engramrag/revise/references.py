@@ -53,7 +53,9 @@ class ReferenceIndex:
     resolve the references records write.
 
     A file name names a record only when the file held exactly one record in its latest version read (an ADR);
-    old file names keep naming what they last held, so a link written before a rename still resolves."""
+    old file names keep naming what they last held, so a link written before a rename still resolves. A number
+    ("ADR-0002") names the file that has it now: after ``git mv 0002-x.md 0003-x.md`` and a new 0002, it names
+    the new one (``retire`` the paths that left the tree)."""
 
     def __init__(self) -> None:
         self._files: dict[str, frozenset[str]] = {}
@@ -62,10 +64,12 @@ class ReferenceIndex:
         self._by_stem: dict[str, set[str]] = defaultdict(set)
         self._by_number: dict[int, set[str]] = defaultdict(set)
         self._by_id: dict[str, set[str]] = defaultdict(set)
+        self._retired: set[str] = set()  # paths no longer in the tree (renamed away or deleted)
 
     def add_version(self, path: str, records: Iterable[tuple[str, str, str | None]]) -> None:
         """The records ``(id, title, decided_on)`` of one version of ``path``."""
         ids = []
+        self._retired.discard(path)
         for decision_id, title, decided_on in records:
             ids.append(decision_id)
             self._by_title[normalise_label(title)].add(decision_id)
@@ -80,6 +84,15 @@ class ReferenceIndex:
         if number:
             self._by_number[int(number.group(1))].add(path)
 
+    def retire(self, path: str) -> None:
+        """``path`` left the tree: a number or a name resolves to it only when no file in the tree has it."""
+        if path in self._files:
+            self._retired.add(path)
+
+    @property
+    def paths(self) -> set[str]:
+        return set(self._files)
+
     def resolve(self, reference: str, from_path: str) -> set[str]:
         """The records a reference names: a linked file (relative to the referring file, then by file name), a
         dated title, an ADR number, or a title; nothing when it names nothing known."""
@@ -89,7 +102,7 @@ class ReferenceIndex:
             exact = posixpath.normpath(posixpath.join(folder, target)) if not target.startswith("/") else target[1:]
             if one := self._single(exact):
                 return {one}
-            by_stem = self._singles(self._by_stem.get(_stem(target), ()))
+            by_stem = self._singles(self._present(self._by_stem.get(_stem(target), ())))
             if len(by_stem) == 1:
                 return by_stem
         identifier = record_id(reference)
@@ -104,7 +117,7 @@ class ReferenceIndex:
                 return found
         number = ADR_NUMBER.match(reference)
         if number and not dated and NUMBERED_REFERENCE.match(reference):
-            paths = self._by_number.get(int(number.group(1)), set())
+            paths = self._present(self._by_number.get(int(number.group(1)), set()))
             found = self._singles(paths)
             near = self._singles(p for p in paths if posixpath.dirname(p) == folder)
             if found:
@@ -124,6 +137,12 @@ class ReferenceIndex:
         """Records with this title, or held alone by a file of this name."""
         found = self._by_title.get(title, set()) | self._by_title.get(re.sub(r"^\d+\.\s*", "", title), set())
         return found | self._singles(self._by_stem.get(title, ()))
+
+    def _present(self, paths: Iterable[str]) -> list[str]:
+        """The paths still in the tree, or all of them when none is (a reference to a record since removed)."""
+        paths = list(paths)
+        present = [path for path in paths if path not in self._retired]
+        return present or paths
 
     def _single(self, path: str) -> str | None:
         ids = self._files.get(path)
