@@ -247,6 +247,30 @@ def test_a_number_names_the_file_that_has_it_now(tmp_path: Path) -> None:
         assert trace(where, root, "3")["supersedes"] == []
 
 
+def test_a_retitled_or_translated_adr_stays_one_decision(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    adr = "docs/adr/0001-use-postgres.md"
+    titles = ["Use Postgres", "Use PostgreSQL", "PostgreSQL 사용"]
+    incremental = Home.at(tmp_path / "incremental")
+    for day, title in enumerate(titles, start=1):
+        commit(root, "alice", f"2026-03-0{day}T10:00:00+00:00", f"ADR 1: {title}", {
+            adr: NYGARD.format(number=1, title=title, status="Accepted", context="A catalog.",
+                               decision="The catalog runs on PostgreSQL."),
+        })  # fmt: skip
+        ingest(root, incremental, progress=False)
+    full = Home.at(tmp_path / "full")
+    ingest(root, full, progress=False)
+    for home in (incremental, full):
+        with open_repo(home, root) as repo:
+            stored = repo.rows("SELECT DISTINCT decision_id FROM decisions WHERE repo_id = $repo")
+        assert [row["decision_id"] for row in stored] == [f"{adr}#use postgres"]  # its first title names it
+        traced = trace(home, root, "1")
+        assert [version["title"] for version in traced["versions"]] == titles
+        assert disproven(home, root, "postgres")["disproven"] == []
+
+
 def test_numeric_dates_are_read_day_first_unless_that_is_no_date() -> None:
     assert find_date("Date: 03/04/2026") == "2026-04-03"
     assert find_date("Date: 04/27/2026") == "2026-04-27"  # no 27th month: month first

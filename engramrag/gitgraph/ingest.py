@@ -51,6 +51,7 @@ from engramrag.gitgraph.store import (
 )
 from engramrag.progress import Progress
 from engramrag.revise.references import ReferenceIndex
+from engramrag.revise.supersession import decision_key
 from engramrag.store import Home
 
 MAX_COMPANIONS = 20
@@ -186,6 +187,8 @@ class _State:
     tree: PathIndex = field(default_factory=PathIndex)
     current: list[dict[str, Any]] = field(default_factory=list)  # decision_current rows as the store holds them
     keys_by_name: dict[str, str] = field(default_factory=dict)  # a person's full name -> the key first seen
+    # (origin, id made from a later title) -> the decision's id: an ADR retitled or translated stays one decision
+    identities: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def _load_state(reader: duckdb.DuckDBPyConnection, repo: str, git: Git, last: str) -> _State:
@@ -202,11 +205,14 @@ def _load_state(reader: duckdb.DuckDBPyConnection, repo: str, git: Git, last: st
         if is_decision_candidate(old) and is_decision_candidate(new):
             state.origins[new] = state.origins.pop(old, old)
     versions: dict[tuple[str, str], list[tuple[str, str, str | None]]] = defaultdict(list)
-    for path, sha, decision_id, title, decided_on in rows(
-        "SELECT d.path, d.sha, d.decision_id, d.title, d.decided_on FROM decisions d "
+    for path, sha, decision_id, title, decided_on, kind in rows(
+        "SELECT d.path, d.sha, d.decision_id, d.title, d.decided_on, d.format FROM decisions d "
         "JOIN commits c ON c.repo_id = d.repo_id AND c.sha = d.sha WHERE d.repo_id = ? ORDER BY c.seq, d.line_start"
     ):
         versions[(path, sha)].append((decision_id, title, _iso(decided_on)))
+        origin = state.origins.get(path, path)
+        if kind != "decisions-log" and (made := decision_key(origin, title)) != decision_id:
+            state.identities[(origin, made)] = decision_id
     for (path, _), records in versions.items():
         state.index.add_version(path, records)
     references: dict[str, list[str]] = defaultdict(list)
@@ -329,9 +335,10 @@ class _Walk:
                 continue
             self.touched.add(new)
             origin = self.state.origins.get(new, new)
-            records = read_records(new, self._read(change.blob), origin, self.sections)
-            self.hashes[(origin, change.blob)] = {r.decision_id: r.text_hash for r in records}
             before = [self._previous(old if renamed else new, origin, change.old_blob)]
+            records = self.identified(origin, read_records(new, self._read(change.blob), origin, self.sections),
+                                       before[0])  # fmt: skip
+            self.hashes[(origin, change.blob)] = {r.decision_id: r.text_hash for r in records}
             before += [self._at_parent(parent, new, origin) for parent in commit.parents[1:]]
             versions.append((new, records, change.blob, before))
             self.state.index.add_version(new, [(r.decision_id, r.title, r.decided_on) for r in records])
@@ -393,7 +400,7 @@ class _Walk:
         assert self.blobs is not None
         data = self.blobs.read(f"{parent}:{path}")
         records = read_records(path, data, origin, self.sections) if data is not None else []
-        return {r.decision_id: r.text_hash for r in records}
+        return {r.decision_id: r.text_hash for r in self.identified(origin, records)}
 
     def _previous(self, path: str, origin: str, blob: str | None) -> dict[str, str]:
         """decision id -> text hash in the version the change started from (read again when an earlier run
@@ -401,9 +408,22 @@ class _Walk:
         if blob is None:
             return {}
         if (origin, blob) not in self.hashes:
-            records = read_records(path, self._read(blob), origin, self.sections)
+            records = self.identified(origin, read_records(path, self._read(blob), origin, self.sections))
             self.hashes[(origin, blob)] = {r.decision_id: r.text_hash for r in records}
         return self.hashes[(origin, blob)]
+
+    def identified(self, origin: str, records: list[Record], previous: dict[str, str] | None = None) -> list[Record]:
+        """The records under their decisions' ids. An ADR file holds one decision through its history: when its
+        one record reads under another title than the version before (retitled, translated, its case fixed),
+        it is a new version of that decision, not a new decision."""
+        known = self.state.identities
+        records = [replace(r, decision_id=known.get((origin, r.decision_id), r.decision_id)) for r in records]
+        if previous is not None and len(previous) == 1 and len(records) == 1 and records[0].format != "decisions-log":
+            (before,) = previous
+            if records[0].decision_id != before:
+                known[(origin, records[0].decision_id)] = before
+                records = [replace(records[0], decision_id=before)]
+        return records
 
     def _instructions(self, commit: Commit) -> None:
         for change in commit.changes:
@@ -486,7 +506,8 @@ def _blame(
     rows, ids = [], set()
     for path in paths:
         data = blobs.read(tree[path])
-        records = read_records(path, data or b"", walk.state.origins.get(path, path), walk.sections)
+        origin = walk.state.origins.get(path, path)
+        records = walk.identified(origin, read_records(path, data or b"", origin, walk.sections))
         if not records:
             continue
         written = blame_lines(git, head, path)
