@@ -19,6 +19,7 @@ class VaultFile:
     bucket: int
     size_bytes: int
     mtime_ns: int
+    outside: str | None = None  # a link that leads out of the vault: where it leads (never read)
 
 
 class VaultMissing(FileNotFoundError):
@@ -28,10 +29,13 @@ class VaultMissing(FileNotFoundError):
 def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None = None) -> list[VaultFile]:
     """Every Markdown file of the vault and every convertible file of its sources folder (optionally only
     those in ``buckets``), sorted by path. Hidden files and folders (``.git``, ``.obsidian``, ``.engram``) are
-    skipped; a PDF or HTML file outside the sources folder is not a document."""
+    skipped; a PDF or HTML file outside the sources folder is not a document. Linked folders are not followed; a
+    linked file that leads out of the vault is listed with where it leads (``outside``), so that the sync can
+    refuse it by name instead of reading, say, /etc/passwd into the memory an agent searches."""
     if not vault.is_dir():
         raise VaultMissing(f"vault folder {vault} does not exist; pass --vault DIR or set ENGRAM_VAULT.")
     wanted = set(buckets) if buckets is not None else None
+    root = vault.resolve()
     found: list[VaultFile] = []
     for folder, subfolders, files in os.walk(vault):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
@@ -49,6 +53,10 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
                 stat = absolute.stat()
             except OSError:
                 continue  # vanished between listing and stat; the next scan sees it gone
-            found.append(VaultFile(relative, absolute, bucket, stat.st_size, stat.st_mtime_ns))
+            outside = None
+            if absolute.is_symlink():
+                target = absolute.resolve()
+                outside = None if target.is_relative_to(root) else str(target)
+            found.append(VaultFile(relative, absolute, bucket, stat.st_size, stat.st_mtime_ns, outside))
     found.sort(key=lambda file: file.path)
     return found

@@ -148,6 +148,12 @@ def _sync_bucket(
         seen.add(file.path)
         progress.advance()
         previous = known.get(file.path)
+        if file.outside is not None:
+            message = (f"{file.path} is a link to {file.outside}, outside the vault, so it is not read. Copy the "
+                       "file into the vault if it belongs in the memory, or remove the link.")  # fmt: skip
+            rejected_rows.append(_rejected(file, "outside_vault", message, run_id, now))
+            summary.rejected[file.path] = message
+            continue
         if file.path in rejected_before and rejected_before[file.path] == (file.size_bytes, file.mtime_ns):
             summary.rejected[file.path] = rejected_messages[file.path]
             continue
