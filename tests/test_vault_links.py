@@ -62,9 +62,9 @@ def test_an_agent_search_cannot_reach_the_linked_file(built) -> None:
         code, out = run_cli("search", SECRET, "--home", str(home), "--json")
     assert code == 0
     found = json.loads(out)
-    assert "outside-link.md" not in [hit["path"] for hit in found["results"]]
+    assert "outside-link.md" not in [hit["doc"] for hit in found["results"]]
     assert SECRET not in json.dumps(found["results"])  # (the query and the context's heading echo it)
     assert found["no_relevant_memory"] is True
     with build_environment():
         code, out = run_cli("search", "ledger service nightly", "--home", str(home), "--json")
-    assert {"alias.md", "notes/kept.md"} <= {hit["path"] for hit in json.loads(out)["results"]}
+    assert {"alias.md", "notes/kept.md"} <= {hit["doc"] for hit in json.loads(out)["results"]}
