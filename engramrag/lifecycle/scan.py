@@ -31,12 +31,14 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
     those in ``buckets``), sorted by path. Hidden files and folders (``.git``, ``.obsidian``, ``.engram``) are
     skipped; a PDF or HTML file outside the sources folder is not a document. Linked folders are not followed; a
     linked file that leads out of the vault is listed with where it leads (``outside``), so that the sync can
-    refuse it by name instead of reading, say, /etc/passwd into the memory an agent searches."""
+    refuse it by name instead of reading, say, /etc/passwd into the memory an agent searches. A link to a
+    document of the vault is left out: that document is read once, under its real path."""
     if not vault.is_dir():
         raise VaultMissing(f"vault folder {vault} does not exist; pass --vault DIR or set ENGRAM_VAULT.")
     wanted = set(buckets) if buckets is not None else None
     root = vault.resolve()
     found: list[VaultFile] = []
+    inside_links: dict[str, str] = {}  # a link's path -> the vault path it leads to
     for folder, subfolders, files in os.walk(vault):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         for name in files:
@@ -56,7 +58,28 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
             outside = None
             if absolute.is_symlink():
                 target = absolute.resolve()
-                outside = None if target.is_relative_to(root) else str(target)
+                if target.is_relative_to(root):
+                    inside_links[relative] = target.relative_to(root).as_posix()
+                else:
+                    outside = str(target)
             found.append(VaultFile(relative, absolute, bucket, stat.st_size, stat.st_mtime_ns, outside))
+    if inside_links:
+        listed = {file.path for file in found if file.path not in inside_links}
+        # Bucket-filtered scans list only some documents: whether the target is one is decided on its own path.
+        found = [
+            file for file in found
+            if file.path not in inside_links or not _is_document(inside_links[file.path], listed, vault, config)
+        ]  # fmt: skip
     found.sort(key=lambda file: file.path)
     return found
+
+
+def _is_document(path: str, listed: set[str], vault: Path, config: VaultConfig) -> bool:
+    """Whether a vault path is a document of its own: listed, or a visible file a full scan would list."""
+    if path in listed:
+        return True
+    parts = path.split("/")
+    if any(part.startswith(".") for part in parts):
+        return False
+    named = parts[-1].lower().endswith(config.suffixes) or is_convertible(path, config)
+    return named and (vault / path).is_file() and not (vault / path).is_symlink()
