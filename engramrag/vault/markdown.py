@@ -21,6 +21,27 @@ MARKDOWN_LINK = re.compile(r"(?<!!)\[([^\[\]\n]+)\]\(([^()\s]+)(?:\s+\"[^\"]*\")
 INLINE_TAG = re.compile(r"(?:(?<=\s)|^)#([\w][\w/-]*)", re.MULTILINE)
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 AGENT_AUTHOR = re.compile(r"^(agent|bot|ai)[:/]", re.IGNORECASE)
+MAX_STRAY_NULS = 16  # more NUL bytes than this in otherwise valid UTF-8 is a binary format, not damage
+
+
+def _binary_message(raw: bytes, relative_path: str) -> str:
+    """What to tell about a file with NUL bytes: a text file with a few of them (an editor's or a sync tool's
+    damage) is told where they are and how to remove them; anything else is told it is not a note."""
+    count = raw.count(b"\x00")
+    try:
+        raw.replace(b"\x00", b"").decode("utf-8")
+    except UnicodeDecodeError:
+        text = False
+    else:
+        text = count <= MAX_STRAY_NULS
+    if not text:
+        return (f"{relative_path}: looks binary (NUL bytes and no text around them), not a Markdown note; keep only "
+                "notes in the vault (PDF, Word and HTML files go in the sources folder, which converts them).")
+    first = raw.index(b"\x00")
+    line = raw.count(b"\n", 0, first) + 1
+    return (f"{relative_path}: a text file with {count} NUL byte(s), the first on line {line} (byte {first}), which no "
+            f"note has (an editor or sync tool damaged it); remove them, e.g. `tr -d '\\000' < {relative_path} > "
+            "fixed.md`, and the next build reads it.")
 
 
 def parse_document(raw: bytes, relative_path: str, config: VaultConfig) -> Document:
@@ -32,7 +53,7 @@ def parse_document(raw: bytes, relative_path: str, config: VaultConfig) -> Docum
             "split the note or raise ENGRAM_MAX_FILE_BYTES.",
         )
     if b"\x00" in raw[:8192]:
-        raise DocumentRejected("binary", f"{relative_path}: looks binary (NUL bytes); keep only Markdown in the vault.")
+        raise DocumentRejected("binary", _binary_message(raw, relative_path))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
