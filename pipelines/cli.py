@@ -64,7 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="Build or update the stores from a vault through Dagster.")
     build.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT"), help="The Markdown vault folder.")
     _home(build)
-    build.add_argument("--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"), help="Extractor.")
+    build.add_argument(
+        "--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"),
+        help="Extractor: rules (offline, default), openai (any OpenAI-compatible server: ENGRAM_LLM_BASE_URL, "
+        "ENGRAM_LLM_MODEL), replay:FILE (precomputed extractions). Default: ENGRAM_EXTRACTOR, else rules.",
+    )  # fmt: skip
     build.add_argument(
         "--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="Embedder: hash (offline) or openai."
     )
@@ -164,8 +168,9 @@ def _parser() -> argparse.ArgumentParser:
 
     dev = commands.add_parser("dev", help="Open the Dagster UI on this home's instance (dagster dev).")
     _home(dev)
-    dev.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT", "examples/vault"))
-    dev.add_argument("--port", default="3000")
+    dev.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT", "examples/vault"),
+                     help="The vault the UI's sensor watches (default: ENGRAM_VAULT, else examples/vault).")
+    dev.add_argument("--port", default="3000", help="The port of the Dagster UI on 127.0.0.1 (default 3000).")
     dev.set_defaults(handler=_dev)
     return parser
 
