@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 from engramrag.store import Home, StoreBusy
+from pipelines import exit_codes
 from pipelines.agent_cli import add_commands as add_agent_commands
 from pipelines.cli_options import home_option as _home
 from pipelines.cli_options import operator_option as _operator
@@ -33,18 +34,18 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except StoreBusy as busy:
         print(f"engram: {busy}", file=sys.stderr)
-        return 3
+        return exit_codes.BUSY
     except (FileNotFoundError, ValueError, LookupError, RuntimeError) as problem:
         print(f"engram: {problem}", file=sys.stderr)
-        return 1
+        return exit_codes.ERROR
     except BrokenPipeError:
         # The reader of our output closed it: stop quietly, as `head` expects, and keep Python from failing
         # again when it flushes standard output at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return exit_codes.PIPE_CLOSED
     except KeyboardInterrupt:
         print("engram: interrupted.", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
 
 
 REVIEW_ACTIONS = ("list", "decide", "undo", "history")
@@ -61,7 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="engram", description="EngramRAG: a memory your agents can trust.")
     commands = parser.add_subparsers(dest="command")
 
-    build = commands.add_parser("build", help="Build or update the stores from a vault through Dagster.")
+    build = commands.add_parser(
+        "build", help="Build or update the stores from a vault through Dagster.",
+        epilog="Exit codes: 0 done; 1 the run or a check failed; 4 some documents failed (retried by the next "
+        "build); 5 every document tried failed (is the model server up?); 3 another build holds the stores.",
+    )  # fmt: skip
     build.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT"), help="The Markdown vault folder.")
     _home(build)
     build.add_argument(
@@ -210,8 +215,10 @@ def _build(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_build(summary)
-    checks_ok = all(outcome.checks.values())
-    return 0 if outcome.success and checks_ok else 1
+    last = summary["last_build"] or {}
+    return exit_codes.build_exit_code(
+        outcome.success, all(outcome.checks.values()), last.get("extracted", 0), last.get("failed", 0)
+    )
 
 
 def _print_build(summary: dict) -> None:
