@@ -4,6 +4,10 @@ process, and a worker that dies costs speed, not documents."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from engramrag.extract.rules import RulesExtractor
 from engramrag.lifecycle.document_pool import DocumentPool, ExtractionConfig, pool_mode
@@ -77,3 +81,38 @@ def test_a_dead_worker_costs_speed_not_documents() -> None:
         assert pool.broken  # the worker did die
     assert [a.doc_id for a in attempts] == [row[0] for row in rows]
     assert all(a.error is None and a.graphs is not None for a in attempts)
+
+
+KILLED_BUILD = """
+import os, signal, sys
+from engramrag.extract.rules import RulesExtractor
+from engramrag.lifecycle.document_pool import DocumentPool, ExtractionConfig
+from engramrag.vault.config import VaultConfig
+pool = DocumentPool(RulesExtractor(), VaultConfig(), 8, ExtractionConfig(processes=2, min_documents=1))
+pool.submit(0, [("d", "n.md", "# Note\\n\\nMinji Park owns the ledger.\\n", None)] * 4)
+list(pool.attempts(0))  # the workers are up
+me = os.getpid()
+print(open(f"/proc/{me}/task/{me}/children").read().strip(), flush=True)
+os.kill(me, signal.SIGKILL)  # as the OOM killer or `kill -9` would end a build
+"""
+
+
+def test_the_workers_of_a_killed_build_end_with_it() -> None:
+    repository = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", KILLED_BUILD], capture_output=True, text=True, timeout=120,
+                          cwd=repository, env={**os.environ, "PYTHONPATH": str(repository)}, check=False)  # fmt: skip
+    children = [int(pid) for pid in done.stdout.split()]
+    assert done.returncode == -9 and len(children) >= 2, done.stderr  # two workers (and the resource tracker)
+    deadline = time.monotonic() + 15
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in children if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
+    assert alive == [], f"still running after the build was killed: {alive}"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"

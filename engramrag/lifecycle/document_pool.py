@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -135,7 +136,7 @@ class DocumentPool:
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_worker,
-                initargs=(extractor, config),
+                initargs=(extractor, config, os.getpid()),
             )
         self._queued: deque[tuple[int, list[PendingRow]]] = deque()
         self._running: dict[int, list[tuple[PendingRow, Future[Attempt]]]] = {}
@@ -207,8 +208,20 @@ def _done(compute: Callable[[], Attempt]) -> Future[Attempt]:
 _worker: dict[str, Any] = {}
 
 
-def _start_worker(extractor: Extractor, config: VaultConfig) -> None:
+def _start_worker(extractor: Extractor, config: VaultConfig, build: int) -> None:
     _worker["extractor"], _worker["config"] = extractor, config
+    # The build's pid comes from the build: a worker still starting when the build was killed already has
+    # another parent by the time it gets here.
+    threading.Thread(target=_exit_with_parent, args=(build,), name="engram-orphan-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
+    """End this worker when the build that started it is gone (killed with SIGKILL, say): its queue's pipe
+    stays open in the other workers, so a worker would otherwise wait for work forever (seen: spawned workers
+    of a killed build still alive an hour later)."""
+    while os.getppid() == parent:
+        time.sleep(every_s)
+    os._exit(0)
 
 
 def _attempt_in_worker(row: PendingRow) -> Attempt:
