@@ -104,6 +104,9 @@ def test_cli_build_status_export_end_to_end(vault: Path, tmp_path: Path):
     assert {"extracted", "unchanged", "deleted", "rejected"} <= set(status["last_build"])
     assert status["last_build"]["deleted"] == 1
 
+    everything = engram("export", "--home", str(home), "--format", "nquads", "-o", str(tmp_path / "all.nq"))
+    assert everything.stderr.strip() == f"exported {status['quads']:,} quads"  # status and export count the same
+
     exported = engram("export", "--home", str(home), "--format", "nquads", "--doc", "people/minji-park.md")
     assert exported.returncode == 0, exported.stderr
     dataset = rdflib.Dataset()

@@ -9,9 +9,12 @@ from engramrag.catalog.connection import catalog_reader, catalog_writer
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
+# Quads: what the extraction wrote for the live documents, plus what the review steps wrote into their graphs
+# (accepted supersessions, later values): every quad of the store, the count `engram export` writes.
 TOTALS = """SELECT
     (SELECT count(*) FROM documents WHERE NOT gone),
-    (SELECT coalesce(sum(quads), 0) FROM documents WHERE NOT gone),
+    (SELECT coalesce(sum(quads), 0) FROM documents WHERE NOT gone)
+        + (SELECT count(*) FROM supersession_quads) + (SELECT count(*) FROM timeline_quads),
     (SELECT coalesce(sum(statements), 0) FROM documents WHERE NOT gone),
     (SELECT count(*) FROM rejected_documents)"""
 

@@ -170,6 +170,9 @@ def build_document_graphs(
             graphs.analysis.append(context.triple(statement))
     if graphs.analysis:
         graphs.analysis += [(graphs.analysis_iri, DERIVED_FROM, doc), (graphs.analysis_iri, CREATED_BY, extractor)]
+    # A pair of two sentences, or an entity typed twice, is one quad in the store: count what the store holds.
+    graphs.assertion = list(dict.fromkeys(graphs.assertion))
+    graphs.analysis = list(dict.fromkeys(graphs.analysis))
     return graphs
 
 
