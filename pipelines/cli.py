@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import warnings
@@ -67,7 +68,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done; 1 the run or a check failed; 4 some documents failed (retried by the next "
         "build); 5 every document tried failed (is the model server up?); 3 another build holds the stores.",
     )  # fmt: skip
-    build.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT"), help="The Markdown vault folder.")
+    build.add_argument(
+        "--vault", default=os.environ.get("ENGRAM_VAULT"),
+        help="The Markdown vault folder (default: ENGRAM_VAULT, else the vault this home was last built from).",
+    )  # fmt: skip
     _home(build)
     build.add_argument(
         "--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"),
@@ -122,9 +126,14 @@ def _parser() -> argparse.ArgumentParser:
         "review", help="People's verdicts: merge candidates and decision supersessions (list, decide, undo, history)."
     )
     actions = review.add_subparsers(dest="action")
-    listing = actions.add_parser("list", help="Pairs waiting for a verdict, best first.")
+    listing = actions.add_parser("list", help="Pairs waiting for a verdict, what needs a person first.")
     listing.add_argument("topic", nargs="?", choices=["merge", "supersession"], default="merge")
     listing.add_argument("--all", action="store_true", help="Also pairs already decided (with their verdict).")
+    listing.add_argument(
+        "--show", choices=["person", "automatic", "all"], default="person",
+        help="merge: person (default: pairs the machine will not merge on its own, most uncertain and most "
+        "documents reached first), automatic (pairs merged unless you object), all (every pair, best score first).",
+    )  # fmt: skip
     listing.add_argument("-n", type=int, default=20, help="At most this many pairs (default 20).")
     _home(listing)
     listing.add_argument("--json", action="store_true")
@@ -185,15 +194,18 @@ def _build(args: argparse.Namespace) -> int:
         from pipelines.cost_cli import dry_run
 
         return dry_run(args)
+    from engramrag.catalog.connection import remembered_vault
+
+    home = Home.at(args.home)
+    args.vault = args.vault or remembered_vault(home)
     if not args.vault:
-        print("engram: pass --vault DIR (or set ENGRAM_VAULT).", file=sys.stderr)
+        print(f"engram: pass --vault DIR (or set ENGRAM_VAULT); {home.root} was never built.", file=sys.stderr)
         return 2
     from engramrag.lifecycle.document_pool import ExtractionConfig
     from engramrag.lifecycle.summary import read_status
     from pipelines.build import run_build
     from pipelines.progress import progress_display
 
-    home = Home.at(args.home)
     vault = Path(args.vault).expanduser().resolve()
     with progress_display(enabled=not args.json and sys.stderr.isatty()):
         outcome = run_build(
@@ -353,9 +365,10 @@ def _review_list(args: argparse.Namespace) -> int:
     if args.topic == "merge":
         from engramrag.resolve.queue import merge_queue
 
-        frame = merge_queue(home, include_decided=args.all)
+        frame = merge_queue(home, include_decided=args.all, show=args.show)
         columns = ["left_key", "right_key", "left_label", "right_label", "left_kind", "right_kind", "score",
-                   "auto_merge", "reasons", "verdict", "decided_by", "blocked", "left_evidence", "right_evidence"]
+                   "auto_merge", "reach", "priority", "reasons", "verdict", "decided_by", "blocked", "left_evidence",
+                   "right_evidence"]
     else:
         from engramrag.revise.queue import supersession_queue
 
@@ -365,11 +378,14 @@ def _review_list(args: argparse.Namespace) -> int:
                    "score", "same_day", "reasons", "verdict", "decided_by", "earlier_quote", "later_quote", "kind"]
     rows = [] if frame.empty else json.loads(frame[columns].head(args.n).to_json(orient="records", force_ascii=False))
     if args.json:
-        print(json.dumps({"topic": args.topic, "pending_total": len(frame), "pairs": rows}, indent=2,
+        shown = {"show": args.show} if args.topic == "merge" else {}
+        print(json.dumps({"topic": args.topic, **shown, "pending_total": len(frame), "pairs": rows}, indent=2,
                          ensure_ascii=False))
         return 0
     if frame.empty:
         print(f"no {args.topic} pairs {'at all' if args.all else 'waiting'} in {home.root} (a build proposes them)")
+        if args.topic == "merge" and args.show == "person":
+            print("(pairs the machine merges on its own: engram review list merge --show automatic)")
         return 0
     for number, row in enumerate(rows, 1):
         if args.topic == "merge":
@@ -378,7 +394,8 @@ def _review_list(args: argparse.Namespace) -> int:
             print(f"{number:>3}. {row['left_label']} ({row['left_kind']})  ~  {row['right_label']} "
                   f"({row['right_kind']})  score {row['score']:.2f}{auto}{state}")
             print(f"     keys: {json.dumps(row['left_key'], ensure_ascii=False)} "
-                  f"{json.dumps(row['right_key'], ensure_ascii=False)}; {'; '.join(row['reasons'])}")
+                  f"{json.dumps(row['right_key'], ensure_ascii=False)}; {'; '.join(row['reasons'])}; "
+                  f"a merge joins {row['reach']} documents")
         else:
             state = f"  [{row['verdict']} by {row['decided_by']}]" if row["verdict"] else ""
             state += {"declared": "  (declared by its author: applied unless you reject it)",
@@ -387,11 +404,22 @@ def _review_list(args: argparse.Namespace) -> int:
             print(f"{number:>3}. {row['earlier_title']} ({row['earlier_decided_on']}, {row['earlier_path']}) "
                   f"->  {row['later_title']} ({row['later_decided_on']}, {row['later_path']})  "
                   f"score {row['score']:.2f}{' SAME DAY' if row['same_day'] else ''}{state}")
+            for side in ("earlier", "later"):
+                quote = " ".join(str(row[f"{side}_quote"] or "(no quote)").split())
+                line = row[f"{side}_line_start"]
+                where = f"{row[f'{side}_path']}:{int(line)}" if line is not None else row[f"{side}_path"]
+                print(f"     {side}: {where}  \"{_shortened(quote)}\"")
             print(f"     keys: {json.dumps(row['earlier_key'], ensure_ascii=False)} "
                   f"{json.dumps(row['later_key'], ensure_ascii=False)}")
-    print(f"\n{len(frame)} {'pairs' if args.all else 'waiting'}; decide with: engram review decide {args.topic} "
-          "LEFT RIGHT VERDICT --home ...")
+    order = {"person": ", what needs a person first", "automatic": " that the machine merges unless you object"}
+    what = order.get(args.show, "") if args.topic == "merge" else ""
+    print(f"\n{len(frame)} {'pairs' if args.all else 'waiting'}{what}; decide with: engram review decide "
+          f"{args.topic} LEFT RIGHT VERDICT --home {shlex.quote(str(home.root))}")
     return 0
+
+
+def _shortened(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _review_decide(args: argparse.Namespace) -> int:
@@ -454,8 +482,16 @@ def _print_verdict(args: argparse.Namespace, verdict, what: str) -> int:
         return 0
     print(f"{what}: {verdict.left_key!r} {verdict.verdict} {verdict.right_key!r} by {verdict.operator} "
           f"at {verdict.decided_at} (verdict {verdict.id})")
-    print(f"it takes effect at the next `engram build --home {args.home}` (or the decisions sensor's run)")
+    print(f"it takes effect at the next {_build_command(Home.at(args.home))} (or the decisions sensor's run)")
     return 0
+
+
+def _build_command(home: Home) -> str:
+    """The full command that rebuilds this home (its vault is remembered by the last build)."""
+    from engramrag.catalog.connection import remembered_vault
+
+    vault = shlex.quote(str(remembered_vault(home) or "VAULT"))
+    return f"`engram build --vault {vault} --home {shlex.quote(str(home.root))}`"
 
 
 def _review_history(args: argparse.Namespace) -> int:

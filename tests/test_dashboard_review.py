@@ -108,15 +108,15 @@ def sql(home: Home, query: str, parameters: list | None = None) -> list[tuple]:
 
 
 def test_merge_page_records_a_verdict_and_undoes_it(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
-    queue = merge_queue(home)
+    queue = merge_queue(home, show="person")
     assert len(queue) > 0, "the build should have computed merge candidates"
     left, right = queue.loc[0, "left_key"], queue.loc[0, "right_key"]
     before = catalog_digest(home)
     app = open_page(monkeypatch, home.root, MERGES)
     assert [title.value for title in app.title] == ["Merge queue"]
-    assert f"merge:same:{left}|{right}" in button_keys(app)  # the best pair is on the first page
+    assert f"merge:same:{left}|{right}" in button_keys(app)  # what needs a person most is on the first page
     metrics = {metric.label: metric.value for metric in app.metric}
-    assert metrics["Pending pairs"] == str(len(queue))
+    assert metrics["Pending pairs"] == str(len(merge_queue(home)))
 
     app.button(key=f"merge:same:{left}|{right}").click().run()
     assert not app.exception
@@ -146,18 +146,25 @@ def test_merge_page_records_a_verdict_and_undoes_it(home: Home, monkeypatch: pyt
 def test_merge_page_filters_and_flags_automatic_merges(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
     queue = merge_queue(home)
     app = open_page(monkeypatch, home.root, MERGES)
-    cards = [key for key in button_keys(app) if key.startswith("merge:same:")]
-    assert 0 < len(cards) <= 10
     automatic = queue[queue["auto_merge"]]
     assert len(automatic) > 0
+    # The default view is what needs a person: no automatic merge, most uncertain × most documents first.
+    shown = [key.removeprefix("merge:same:") for key in button_keys(app) if key.startswith("merge:same:")]
+    person = merge_queue(home, show="person")
+    assert shown == [f"{a}|{b}" for a, b in zip(person["left_key"], person["right_key"], strict=True)][: len(shown)]
+    assert not any("merged automatically unless you object" in markdown.value for markdown in app.markdown)
+    assert list(person["priority"]) == sorted(person["priority"], reverse=True)
+
+    app.segmented_control(key="merge_show").set_value("All pending").run()
+    cards = [key for key in button_keys(app) if key.startswith("merge:same:")]
+    assert 0 < len(cards) <= 10
     flagged = sum("merged automatically unless you object" in markdown.value for markdown in app.markdown)
     assert flagged == int(queue["auto_merge"].head(len(cards)).sum())  # st.badge is a Markdown directive
 
-    app.segmented_control(key="merge_show").set_value("Needs a person").run()
+    app.segmented_control(key="merge_show").set_value("Merged automatically").run()
     shown = {key.removeprefix("merge:same:") for key in button_keys(app) if key.startswith("merge:same:")}
-    person_pairs = {f"{a}|{b}" for a, b in zip(queue["left_key"], queue["right_key"], strict=True)}
     auto_pairs = {f"{a}|{b}" for a, b in zip(automatic["left_key"], automatic["right_key"], strict=True)}
-    assert shown and shown <= person_pairs - auto_pairs
+    assert shown and shown <= auto_pairs
 
     needle = queue.loc[0, "right_label"]
     app.segmented_control(key="merge_show").set_value("All pending").run()
@@ -193,7 +200,7 @@ def test_merge_page_evidence_side_by_side_and_blocked_joins(home: Home, monkeypa
 
 
 def check_evidence_and_blocked_joins(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
-    queue = merge_queue(home)
+    queue = merge_queue(home, show="person")  # the page opens on what needs a person
     app = open_page(monkeypatch, home.root, MERGES)
     first = queue.iloc[0]
     evidence = [element.value for element in app.get("html")][:2]  # the first card's two sides

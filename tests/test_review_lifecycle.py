@@ -84,6 +84,52 @@ def test_the_example_vault_gets_candidates_and_supersession_proposals(built, cap
     assert adr["earlier_decided_on"] < adr["later_decided_on"] and "DuckDB" in adr["earlier_quote"]
 
 
+def test_the_default_queue_is_what_needs_a_person_most_first(built, capsys) -> None:
+    # Issue 19: 233 pairs for 40 notes, the first pages all automatic file name ↔ title pairs at 1.00.
+    _, home = built
+    assert engram(["review", "list", "--home", str(home.root), "-n", "1000", "--json"]) == 0
+    person = json.loads(capsys.readouterr().out)
+    assert person["show"] == "person" and person["pairs"]
+    assert not any(p["auto_merge"] for p in person["pairs"])
+    priorities = [p["priority"] for p in person["pairs"]]
+    assert priorities == sorted(priorities, reverse=True)  # uncertainty × documents a merge joins
+    assert all(p["priority"] <= p["reach"] for p in person["pairs"])
+    assert engram(["review", "list", "--show", "automatic", "--home", str(home.root), "-n", "1000", "--json"]) == 0
+    automatic = json.loads(capsys.readouterr().out)
+    assert automatic["pairs"] and all(p["auto_merge"] for p in automatic["pairs"])
+    assert engram(["review", "list", "--show", "all", "--home", str(home.root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending_total"] == person["pending_total"] + automatic["pending_total"]
+    assert engram(["review", "list", "--home", str(home.root), "-n", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "merged automatically" not in text.splitlines()[0] and "a merge joins" in text
+
+
+def test_the_supersession_list_shows_both_quotes(built, capsys) -> None:
+    _, home = built
+    assert engram(["review", "list", "supersession", "--home", str(home.root), "-n", "50"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    title = next(i for i, line in enumerate(lines) if "adr/0002" in line and "adr/0004" in line)
+    assert lines[title + 1].strip().startswith("earlier: adr/0002-use-duckdb-for-the-catalog.md:")
+    assert "DuckDB" in lines[title + 1]
+    assert lines[title + 2].strip().startswith("later: adr/0004-use-postgresql-for-the-catalog.md:")
+    assert "PostgreSQL" in lines[title + 2]
+
+
+def test_a_verdict_prints_the_full_build_command_and_the_home_remembers_its_vault(built, capsys) -> None:
+    vault, home = built
+    assert engram(["review", "decide", "supersession", EARLIER, LATER, "reject", "--by", "dana", "--home",
+                   str(home.root)]) == 0
+    printed = capsys.readouterr().out
+    assert f"`engram build --vault {vault.resolve()} --home {home.root}`" in printed
+    assert engram(["review", "undo", "supersession", EARLIER, LATER, "--by", "dana", "--home", str(home.root)]) == 0
+    capsys.readouterr()
+    assert engram(["build", "--home", str(home.root), "--json"]) == 0  # no --vault: the one it was built from
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["success"] and summary["documents"] > 0
+    assert engram(["build", "--home", str(home.root.parent / "never-built")]) == 2
+    assert "pass --vault" in capsys.readouterr().err
+
+
 def test_a_merge_joins_the_pagerank_graph_and_undo_splits_it_again(built, capsys) -> None:
     vault, home = built
     before_clusters, before_entities = clusters(home), entity_count(home)

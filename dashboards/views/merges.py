@@ -25,12 +25,17 @@ from dashboards.stores import (
 )
 from dashboards.verdicts import record_and_confirm, undo_and_confirm
 from engramrag.decisions.store import MERGE, MERGE_VERDICTS, DecisionsStoreError, Verdict
+from engramrag.resolve.queue import needing_person
 from engramrag.store import Home, StoreBusy
 
 PAGE_SIZE = 10
 EVIDENCE_SHOWN = 3
 RECENT_SHOWN = 10
 SHOW_ALL, SHOW_AUTOMATIC, SHOW_PERSON = "All pending", "Merged automatically", "Needs a person"
+ORDER = {
+    SHOW_PERSON: "most uncertain and most documents reached first (uncertainty × documents a merge joins)",
+    SHOW_AUTOMATIC: "best score first",
+}
 # How a verdict reads between the two labels: "left <phrase> right".
 PHRASES = {
     "same": "is the same as",
@@ -91,8 +96,8 @@ def _pending(home: Home, queue: pd.DataFrame, operator: str) -> None:
     left, right = st.columns([3, 2])
     needle = left.text_input("Filter", key="merge_filter", placeholder="a label or key, e.g. postgres",
                              persist_state="session")
-    show = right.segmented_control("Show", [SHOW_ALL, SHOW_AUTOMATIC, SHOW_PERSON], default=SHOW_ALL,
-                                   key="merge_show", persist_state="session") or SHOW_ALL
+    show = right.segmented_control("Show", [SHOW_PERSON, SHOW_AUTOMATIC, SHOW_ALL], default=SHOW_PERSON,
+                                   key="merge_show", persist_state="session") or SHOW_PERSON
     shown = _filtered(queue, needle or "", show)
     if shown.empty:
         st.info("No pending pair matches the filter.")
@@ -100,7 +105,8 @@ def _pending(home: Home, queue: pd.DataFrame, operator: str) -> None:
     pages = max(1, -(-len(shown) // PAGE_SIZE))
     page = st.pagination(pages, key="merge_page") if pages > 1 else 1
     first = (min(page, pages) - 1) * PAGE_SIZE
-    st.caption(f"Pairs {first + 1}–{min(first + PAGE_SIZE, len(shown))} of {len(shown)}, best first.")
+    order = ORDER.get(show, "best score first")
+    st.caption(f"Pairs {first + 1}–{min(first + PAGE_SIZE, len(shown))} of {len(shown)}, {order}.")
     for row in shown.iloc[first : first + PAGE_SIZE].to_dict("records"):
         _card(home, row, operator)
 
@@ -110,7 +116,7 @@ def _filtered(queue: pd.DataFrame, needle: str, show: str) -> pd.DataFrame:
     if show == SHOW_AUTOMATIC:
         frame = frame[frame["auto_merge"]]
     elif show == SHOW_PERSON:
-        frame = frame[~frame["auto_merge"]]
+        frame = needing_person(frame)
     needle = needle.strip().casefold()
     if needle:
         text = (frame["left_label"].fillna("") + "\n" + frame["right_label"].fillna("") + "\n" + frame["left_key"]
@@ -127,6 +133,9 @@ def _card(home: Home, row: dict[str, Any], operator: str) -> None:
         score.metric("score", f"{row['score']:.2f}")
         with head.container(horizontal=True, gap="small"):
             st.badge(f"{row['left_kind']} / {row['right_kind']}", color="gray", icon=":material/category:")
+            if "reach" in row:
+                st.badge(f"joins {row['reach']} documents", color="blue", icon=":material/description:",
+                         help="The documents that mention either label: their retrieval changes with this merge.")
             if row["auto_merge"]:
                 st.badge("merged automatically unless you object", color="orange", icon=":material/bolt:")
             if row.get("judge_verdict"):

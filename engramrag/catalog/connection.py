@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import duckdb
 
@@ -40,6 +41,20 @@ def catalog_reader(home: Home) -> Iterator[duckdb.DuckDBPyConnection | None]:
             yield connection
         finally:
             connection.close()
+
+
+def remember_vault(catalog: duckdb.DuckDBPyConnection, vault: Path) -> None:
+    """Record the vault this home is built from, so later commands need only ``--home``."""
+    catalog.execute("INSERT OR REPLACE INTO meta VALUES ('vault', ?)", [str(vault)])
+
+
+def remembered_vault(home: Home) -> Path | None:
+    """The vault the home's last build read, or None for a home never built (or built before it was recorded)."""
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return None
+        row = catalog.execute("SELECT value FROM meta WHERE key = 'vault'").fetchone()
+    return Path(row[0]) if row else None
 
 
 def has_table(catalog: duckdb.DuckDBPyConnection, name: str) -> bool:

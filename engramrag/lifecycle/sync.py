@@ -22,7 +22,7 @@ import duckdb
 import pandas as pd
 
 from engramrag.agent.approvals import AWAITING_APPROVAL, ApprovalGate
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, remember_vault
 from engramrag.lifecycle.scan import VaultFile, scan_vault
 from engramrag.progress import Progress
 from engramrag.store import Home
@@ -86,6 +86,8 @@ def sync_documents(
     progress = Progress("read documents", len(files))
     gate = ApprovalGate(home, config)
     dating = _Dating(vault)
+    with catalog_writer(home, config.bucket_count) as catalog:
+        remember_vault(catalog, vault)
     for bucket in buckets:
         with catalog_writer(home, config.bucket_count) as catalog:
             summary.merge(
