@@ -42,6 +42,7 @@ PAGES: list[PageSpec] = [
     PageSpec("views/provenance.py", "Provenance explorer", ":material/account_tree:"),
     PageSpec("views/agent_writes.py", "Agent writes", ":material/edit_note:"),
     PageSpec("views/decisions.py", "Decisions", ":material/gavel:"),
+    PageSpec("views/ask.py", "Ask", ":material/question_answer:"),
 ]
 
 

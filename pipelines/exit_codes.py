@@ -6,6 +6,7 @@
 3  the stores are busy with another build (try again when it ends)
 4  a build went through, but some documents failed (they keep their last graphs; the next build retries them)
 5  a build extracted nothing: every document it tried failed (a model server down, say)
+6  `engram ask`: the model's answer failed verification (shown as FAILED with the failed checks, never as an answer)
 130  interrupted (Ctrl-C)
 141  the reader of the output went away (`engram ... | head`)
 """
@@ -18,6 +19,7 @@ USAGE = 2
 BUSY = 3
 SOME_FAILED = 4
 ALL_FAILED = 5
+NOT_VERIFIED = 6
 INTERRUPTED = 130
 PIPE_CLOSED = 141
 

@@ -1,5 +1,5 @@
 """`engram git ...` and the decision-graph questions: why, what-breaks, disproven, who-knows, trace, origin, told,
-review.
+review; and `engram ask`, a question in words answered by a model with those questions as tools, then verified.
 
 Each question takes ``--repo`` (default: the repository of the current directory) and ``--json``; a PATH is
 relative to the current directory, as a shell user expects, unless ``--repo`` is given, when it is relative to
@@ -13,9 +13,11 @@ import argparse
 import dataclasses
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+from pipelines import exit_codes
 from pipelines.cli_options import home_option as _home
 
 TEXT_LINES = 8
@@ -69,6 +71,17 @@ def add_git_commands(commands: Any) -> None:
         parser.add_argument(argument)
         _question_options(parser)
         parser.set_defaults(handler=handler)
+
+    ask = commands.add_parser(
+        "ask", help="A question in words, answered by a model that calls the questions above as tools, then "
+        "verified (the model server: ENGRAM_LLM_BASE_URL, ENGRAM_LLM_MODEL, as for the openai extractor).",
+        epilog="Exit codes: 0 a verified answer; 6 the answer failed verification (shown as FAILED with the failed "
+        "checks); 1 no answer (model server not configured or unreachable, or no answer within --max-steps).",
+    )  # fmt: skip
+    ask.add_argument("question", help='e.g. "Why does src/app.py use Postgres?"')
+    _question_options(ask)
+    ask.add_argument("--max-steps", type=int, default=None, help="Most model calls before giving up (default 8).")
+    ask.set_defaults(handler=_ask)
 
 
 def _question_options(parser: argparse.ArgumentParser) -> None:
@@ -192,6 +205,63 @@ def _path(args: argparse.Namespace) -> int:
     from engramrag.gitgraph.graph import shortest_path
 
     return _print(args, shortest_path(args.home, _repo(args), args.source, args.target))
+
+
+def _ask(args: argparse.Namespace) -> int:
+    """Events are printed as they happen (to stderr with --json, when it is a terminal); the answer only when it
+    passed verification."""
+    from engramrag.gitgraph.ask import DEFAULT_MAX_STEPS, FAILED, VERIFIED, ask, ask_config
+
+    config = ask_config()
+    stream = sys.stderr if args.json else sys.stdout
+    show = not args.json or sys.stderr.isatty()
+    result = ask(
+        args.question, args.home, _repo(args), config, max_steps=args.max_steps or DEFAULT_MAX_STEPS,
+        on_event=(lambda event: _print_event(event, stream)) if show else None,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False, default=str))
+    elif result.status == VERIFIED:
+        _print_verified(result)
+    elif result.status == FAILED:
+        _print_failed(result)
+    if result.status == VERIFIED:
+        return exit_codes.OK
+    if result.status == FAILED:
+        return exit_codes.NOT_VERIFIED
+    print(f"engram: {result.reason}", file=sys.stderr)
+    return exit_codes.ERROR
+
+
+def _print_event(event: Any, stream: Any) -> None:
+    data = event.data
+    if event.kind == "tool_call":
+        arguments = ", ".join(f"{key}={value!r}" for key, value in data["arguments"].items())
+        print(f"[{event.step}] {data['name']}({arguments})", file=stream, flush=True)
+    elif event.kind == "tool_result":
+        print(f"    -> {data['summary']}", file=stream, flush=True)
+    elif event.kind == "retry":
+        print(f"[{event.step}] the reply was not the answer's JSON ({data['problem']}); asked again", file=stream,
+              flush=True)  # fmt: skip
+    elif event.kind == "answer":
+        print(f"[{event.step}] answered with {len(data['citations'])} citation(s); verifying", file=stream, flush=True)
+
+
+def _print_verified(result: Any) -> None:
+    print(f"\nVERIFIED ({', '.join(result.verdict.checks)}: passed)\n")
+    print(result.answer["answer"])
+    print("\ncitations:")
+    for number, citation in enumerate(result.answer["citations"], 1):
+        print(f"  [{number}] {citation['id']}")
+        for line in citation["quote"].split("\n")[:TEXT_LINES]:
+            print(f"      | {line}")
+
+
+def _print_failed(result: Any) -> None:
+    print("\nFAILED: the answer did not pass verification, so it is not shown as an answer.")
+    for failure in result.verdict.failures:
+        print(f"  {failure.check}: {failure.detail}")
+    print("(--json shows the rejected answer and the whole transcript)")
 
 
 # --- printing --------------------------------------------------------------------------------------------------
