@@ -142,6 +142,21 @@ def _rebuild_times(metrics: LifecycleMetrics) -> None:
     right.altair_chart(per, width="stretch")
 
 
+def no_tokens_message(costs: pd.DataFrame) -> str:
+    """Why no token was spent: no extractor called a model, or every model call failed before a reply."""
+    with_model = costs[costs["model"].fillna("").astype(str) != ""]
+    if with_model.empty:
+        extractors = ", ".join(sorted(set(costs["extractor"])))
+        return f"No tokens were spent: every extraction so far used {extractors}, which calls no model. Known cost $0."
+    failed = int((with_model["status"] == "failed").sum())
+    if failed == len(with_model):
+        models = ", ".join(sorted(set(with_model["model"].astype(str))))
+        return (f"No tokens were spent: all {failed:,} extraction(s) that called a model ({models}) failed before "
+                "it answered. See Failures below for why (often the model server is unreachable); nothing is "
+                "charged for them. Known cost $0.")
+    return "No tokens were spent: every model answer so far came from the response cache. Known cost $0."
+
+
 def _tokens_and_cost(metrics: LifecycleMetrics) -> None:
     st.subheader("Tokens and cost")
     costs = metrics.document_costs
@@ -156,9 +171,7 @@ def _tokens_and_cost(metrics: LifecycleMetrics) -> None:
             "(YAML or JSON: `model: {input: USD per 1M tokens, output: USD per 1M tokens}`)."
         )
     if int(costs["tokens_in"].sum() + costs["tokens_out"].sum()) == 0:
-        extractors = ", ".join(sorted(set(costs["extractor"])))
-        st.info(f"No tokens were spent: every extraction so far used {extractors}, which calls no model. "
-                "Known cost so far: $0.")
+        st.info(no_tokens_message(costs))
     else:
         _token_charts(metrics)
     shown = _labelled(metrics.run_costs)

@@ -264,17 +264,21 @@ def rebuild_times(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Extraction time per build, to compare incremental runs with full rebuilds.
 
     What is measured: the sum of the per-document extraction latencies of the run (see
-    :func:`extraction_latency`), in seconds, and that sum per extracted document. It is not the run's wall
+    :func:`extraction_latency`), in seconds, failed attempts included, and the latencies of the extracted
+    documents per extracted document (empty when the run extracted none: failures are not a document's cost
+    of extraction, and a run of only failures has no such figure). It is not the run's wall
     time: syncing the vault, writing the stores, embedding and rebuilding the retrieval index are not included,
     because the catalog does not record when a run started.
     """
     return catalog.execute(
         f"""WITH {RUNS}, spent AS (
-            SELECT run_id, sum(latency_ms) AS latency_ms FROM extraction_runs GROUP BY run_id
+            SELECT run_id, sum(latency_ms) AS latency_ms,
+                   sum(latency_ms) FILTER (status <> 'failed') AS extracted_ms
+            FROM extraction_runs GROUP BY run_id
         )
         SELECT r.run, b.run_id, b.finished_at, {MODE} AS mode, b.extracted, b.failed,
                coalesce(s.latency_ms, 0) / 1000.0 AS extraction_seconds,
-               s.latency_ms / 1000.0 / nullif(b.extracted + b.failed, 0) AS seconds_per_document
+               s.extracted_ms / 1000.0 / nullif(b.extracted, 0) AS seconds_per_document
         FROM builds b JOIN runs r USING (run_id) LEFT JOIN spent s USING (run_id)
         ORDER BY r.run"""
     ).df()
