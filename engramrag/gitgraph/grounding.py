@@ -114,7 +114,7 @@ def check_claim(
         failures += _check_quote(git, commit, source_path, quote)
         if claim:
             checks.append(FIGURE_IN_QUOTE)
-            failures += _check_figures(claim, quote)
+            failures += check_figures(claim, quote)
     if identifiers:
         checks.append(IDENTIFIER_EXISTS)
         failures += _check_identifiers(git, commit, identifiers)
@@ -149,7 +149,7 @@ def _spaced(text: str) -> str:
     return WHITESPACE.sub(" ", text).strip()
 
 
-def _check_figures(claim: str, quote: str) -> list[Failure]:
+def check_figures(claim: str, quote: str) -> list[Failure]:
     own = RECORD_NUMBER.sub(" ", BACKTICKED.sub(" ", claim))
     own = own.replace(quote, " ") if quote else own
     own = QUOTED.sub(lambda match: " " if match.group(0)[1:-1] and match.group(0)[1:-1] in quote else match.group(0),

@@ -30,9 +30,9 @@ from engramrag.gitgraph.grounding import (
     WHITESPACE,
     Failure,
     Verdict,
-    _check_figures,
     check_answer,
     check_claim,
+    check_figures,
     names_in,
     returned_ids,
 )
@@ -80,7 +80,7 @@ def verify(
     for citation in citations:
         key = resolve_id(citation["id"], returned)
         cited_text += [value for _, value in evidence.get(key, [])] if key else []
-    for failure in _check_figures(text, "\n".join(cited_text)):
+    for failure in check_figures(text, "\n".join(cited_text)):
         value = failure.detail.removesuffix(" is not in the quote")
         failures.append(Failure(FIGURE_IN_QUOTE, f"{value} is in the answer but in no cited quote or evidence"))
     names = _named(text, returned)
