@@ -31,3 +31,15 @@ def test_a_binary_file_is_told_it_is_not_a_note() -> None:
 def test_other_refusals_keep_their_reasons() -> None:
     assert rejection("é".encode("latin-1")).reason == "not_utf8"
     assert rejection(b"x" * 20, VaultConfig(max_file_bytes=10)).reason == "too_large"
+
+
+@pytest.mark.parametrize(("raw", "said"), [(b"", "0 bytes"), (b"\xef\xbb\xbf \n\r\n\t\n", "only whitespace")])
+def test_an_empty_file_is_told_it_has_nothing_to_read(raw: bytes, said: str) -> None:
+    refused = rejection(raw)
+    assert refused.reason == "empty" and said in refused.message
+    assert "write the note" in refused.message and "delete the file" in refused.message
+
+
+def test_a_note_of_front_matter_only_is_still_a_note() -> None:
+    document = parse_document(b"---\ntitle: Placeholder\n---\n", "notes/n.md", VaultConfig())
+    assert document.title == "Placeholder"

@@ -62,6 +62,12 @@ def parse_document(raw: bytes, relative_path: str, config: VaultConfig) -> Docum
             f"{relative_path}: not valid UTF-8 at byte {error.start}; re-save the file as UTF-8.",
         ) from None
     text = normalised_text(text)
+    if not text.strip():
+        raise DocumentRejected(
+            "empty",
+            f"{relative_path}: empty ({'0 bytes' if not raw else 'only whitespace'}), nothing to read; write the note "
+            "and the next build reads it, or delete the file (an earlier version stays in the stores until then).",
+        )
     front_matter, body_start = _front_matter(text, relative_path)
     masked = mask_code(text, body_start)
 
