@@ -246,3 +246,18 @@ def test_the_vault_comes_from_engram_vault_when_no_row_names_one(
     assert any("Agents have proposed nothing" in info.value for info in app.info)
     assert metrics(app)["Pending"] == "0"
     assert any("No learned note waits" in caption.value for caption in app.caption)
+
+
+def test_the_vault_comes_from_the_homes_last_build_without_asking_again(
+    home: Home, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 19: the page asked for the vault although the home was built from one.
+    from engramrag.catalog.connection import catalog_writer, remember_vault
+    from engramrag.vault.config import VaultConfig
+
+    with catalog_writer(home, VaultConfig().bucket_count) as catalog:
+        remember_vault(catalog, vault.resolve())
+    DecisionsStore.for_home(home)
+    app = open_page(monkeypatch, home)  # ENGRAM_VAULT empty, no confirmation row
+    assert app.sidebar.text_input(key=VAULT_KEY).value == str(vault.resolve())
+    assert not any("No vault known" in caption.value for caption in app.sidebar.caption)

@@ -26,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboards.stores import confirm, escape_markdown, operator_input, page_header, show_confirmation
+from engramrag.catalog.connection import remembered_vault
 from engramrag.decisions.store import DecisionsStoreError
 from engramrag.store import Home, StoreBusy
 
@@ -98,16 +99,19 @@ def bound_vault(rows: list[dict[str, Any]]) -> str:
 
 
 def vault_input(home: Home, rows: list[dict[str, Any]]) -> Path | None:
-    """Draw the sidebar's vault box (derived from the rows, else ENGRAM_VAULT) and return the folder if it exists.
+    """Draw the sidebar's vault box and return the folder if it exists. It is filled in from the newest
+    confirmation, else the vault the home was built from, else ENGRAM_VAULT, so a person never types it for a home
+    that knows it.
 
     The derived value is reset when another home is picked, so one home's vault is never used for another's rows."""
     if st.session_state.get(VAULT_HOME_KEY) != str(home.root) or VAULT_KEY not in st.session_state:
-        st.session_state[VAULT_KEY] = bound_vault(rows) or os.environ.get(VAULT_ENV, "")
+        built_from = remembered_vault(home)
+        st.session_state[VAULT_KEY] = bound_vault(rows) or str(built_from or "") or os.environ.get(VAULT_ENV, "")
         st.session_state[VAULT_HOME_KEY] = str(home.root)
     raw = st.sidebar.text_input(
         "Vault folder", key=VAULT_KEY,
-        help="The vault the agents write to: taken from the confirmations, else ENGRAM_VAULT. Needed to execute an "
-        "approved write and to list learned notes.",
+        help="The vault the agents write to: taken from the confirmations, else from the home's last build, else "
+        "ENGRAM_VAULT. Needed to execute an approved write and to list learned notes.",
     ).strip()
     if not raw:
         st.sidebar.caption("No vault known: approving a write and learned notes need one.")
