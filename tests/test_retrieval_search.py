@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -309,3 +310,26 @@ def test_build_and_search_through_an_openai_compatible_server(tmp_path: Path, mo
     assert not failed.success
     assert any("127.0.0.1" in error for error in failed.errors)
     assert current_index(home) == index_before
+
+
+# The note each README question must rank first, and why it answers. A question added to README without an entry
+# here fails the test below, so the front page never shows an example whose first result is wrong.
+README_ANSWERS = {
+    "Who is the tech lead of Project Falcon?": {"people/minji-park.md"},  # "the tech lead of Project Falcon"
+    # Both notes say it in so many words: 김지훈.md "하는 일" (the cluster he runs), grafana.md "담당자: 김지훈".
+    "김지훈은 무엇을 담당하나?": {"people/김지훈.md", "tools/grafana.md"},
+    "Who owns Tern?": {"tools/tern.md"},  # "Owner: Hyunwoo Jung"
+}
+README_SEARCH = re.compile(r'engram search "([^"]+)"(?:[^\n]*?--mode (\w+))?')
+
+
+def test_every_readme_question_ranks_its_answer_first(built: tuple[Path, Home]) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    asked = {(question, mode or "full") for question, mode in README_SEARCH.findall(readme)}
+    assert {question for question, _ in asked} == set(README_ANSWERS), "a README question without its answer here"
+    for question, mode in sorted(asked):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert main(["search", question, "--home", str(built[1].root), "--mode", mode, "--json"]) == 0
+        first = json.loads(out.getvalue())["results"][0]["doc"]
+        assert first in README_ANSWERS[question], f"{question!r} ({mode}) ranks {first} first"
