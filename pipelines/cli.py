@@ -513,6 +513,15 @@ def _review_history(args: argparse.Namespace) -> int:
     return 0
 
 
+# Notices meant for Dagster's developers, not for a person opening the UI: `dagster dev` is superseded by `dg dev`
+# (a separate package), and `backfill_policy` on assets is marked beta. Each `-W`-style filter matches the start
+# of a message; the webserver and code server inherit them.
+DAGSTER_NOTICES = (
+    "ignore:Function `dev_command` is superseded",
+    "ignore:Parameter `backfill_policy` of function",
+)
+
+
 def _dev(args: argparse.Namespace) -> int:
     from pipelines.instance import WORKSPACE, prepare_instance
 
@@ -523,6 +532,7 @@ def _dev(args: argparse.Namespace) -> int:
         "ENGRAM_HOME": str(home.root),
         "ENGRAM_VAULT": str(Path(args.vault).resolve()),
         "DAGSTER_HOME": str(home.dagster_home),
+        "PYTHONWARNINGS": ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), *DAGSTER_NOTICES])),
     }
     command = [sys.executable, "-m", "dagster", "dev", "-w", str(WORKSPACE), "-p", args.port]
     logging.getLogger(__name__).info("running %s", " ".join(command))

@@ -1,0 +1,55 @@
+"""`engram dev` as a person runs it (issue 19): the Dagster UI comes up on 127.0.0.1 without Dagster's notices for
+its own developers (a superseded command, a beta parameter), and Ctrl-C ends it with one line, no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_ui(port: int, process: subprocess.Popen, timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "engram dev ended before the UI answered"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"the Dagster UI did not answer on port {port} in {timeout_s:.0f} s")
+
+
+def test_engram_dev_serves_the_ui_quietly_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("ENGRAM_", "DAGSTER_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.cli", "dev", "--home", str(tmp_path / "home"), "--vault",
+         str(EXAMPLE_VAULT), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for_ui(port, process)
+        time.sleep(3)  # the code server has loaded the definitions (where the beta notice came from)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    assert f"Serving dagster-webserver on http://127.0.0.1:{port}" in output
+    assert "Warning" not in output and "WARNING" not in output, output
+    assert "Traceback" not in output, output
+    assert output.rstrip().endswith("engram: interrupted.")
