@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
+from engramrag.progress import Progress
 from engramrag.resolve.blocking import blocked_pairs
 from engramrag.resolve.candidate_config import CandidateConfig
 from engramrag.resolve.evidence import Evidence, EvidenceFinder, document_texts, mention_evidence
@@ -135,10 +136,13 @@ def find_candidates(
     table = build_key_table(mentions, documents, vectors, config.max_posting, custom_kinds)
     scorer = _Scorer(table, config)
     found = []
-    for (i, j), edit in sorted(blocked_pairs(table, config).items()):
+    pairs = sorted(blocked_pairs(table, config).items())
+    progress = Progress("resolve entities", len(pairs), every=500)
+    for (i, j), edit in pairs:
         candidate = scorer.score(i, j, edit)
         if candidate is not None:
             found.append(candidate)
+        progress.advance()
     texts = document_texts(documents)
     if texts:
         finder = EvidenceFinder(table.mentions, texts, config.evidence_per_side)

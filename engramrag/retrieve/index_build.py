@@ -31,6 +31,7 @@ from engramrag.catalog.connection import catalog_reader, catalog_writer
 from engramrag.embed.base import Embedder
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
+from engramrag.progress import Progress
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
@@ -80,9 +81,13 @@ def build_retrieval_index(
                 return IndexSummary(
                     current.name, False, manifest["entities"], manifest["passages"], manifest["edges"], 0.0
                 )
+        progress = Progress("retrieval index", 4, every=1, min_interval_s=0.0)
         tables = _read_catalog(catalog)
+    progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
+    progress.advance()
     graph = _assemble(tables, vectors, index_config, _previous_neighbours(current, embedder, index_config))
+    progress.advance()
     version = f"{time.strftime('%Y%m%dT%H%M%S')}-{fingerprint[:12]}"
     target = home.ppr_path / version
     staging = home.ppr_path / f".{version}.partial"
@@ -103,6 +108,7 @@ def build_retrieval_index(
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
     os.replace(staging, target)
     _publish(home, version)
+    progress.advance()
     update = graph["neighbours"]
     return IndexSummary(
         version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started,
