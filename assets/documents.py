@@ -51,19 +51,24 @@ def documents(context: dg.AssetExecutionContext, config: DocumentsConfig, engram
     "documents whose text changed; graphs of deleted or renamed documents are removed.",
 )
 def document_quads(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
+    extractor = engram.make_extractor()
     summary = extract_documents(
         engram.home_dir(),
         engram.vault_config(),
         buckets_of(context.partition_keys),
-        engram.make_extractor(),
+        extractor,
         context.run_id,
         engram.extraction_config(),
     )
+    # At info level: `engram build` lists the failed documents in its summary, and a Dagster console logger at
+    # warning level would print each reason a second time. The run's log in the Dagster UI keeps every one.
     for path, error in summary.failed.items():
-        context.log.error(f"{path}: extraction failed ({error}); it will be retried by the next build.")
+        context.log.info(f"{path}: extraction failed ({error}); it will be retried by the next build.")
     latencies = sorted(summary.latencies_ms)
+    unreachable = getattr(extractor, "server_unreachable", None)  # the breaker's line, once it opened
     return dg.MaterializeResult(
         metadata={
+            **({"model_server_unreachable": unreachable} if unreachable else {}),
             "extracted": len(summary.extracted),
             "failed": len(summary.failed),
             "deleted": len(summary.deleted),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -18,7 +19,10 @@ from engramrag.retrieve.index_build import index_is_current
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import bucket_key
+from pipelines.build_lock import build_lock
 from pipelines.instance import open_instance
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,7 +43,20 @@ def run_build(
     embedder: str | None = None,
     extraction: ExtractionConfig | None = None,
 ) -> BuildOutcome:
-    """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance."""
+    """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance.
+    One build at a time per home: a build started while another runs waits for it, and says so once."""
+    with build_lock(home, on_wait=log.warning):
+        return _run_build(home, vault, extractor, full, embedder, extraction)
+
+
+def _run_build(
+    home: Home,
+    vault: Path,
+    extractor: str,
+    full: bool,
+    embedder: str | None,
+    extraction: ExtractionConfig | None,
+) -> BuildOutcome:
     extraction = extraction or ExtractionConfig()
     embedder = embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
 

@@ -212,7 +212,7 @@ def _build(args: argparse.Namespace) -> int:
             home, vault, extractor=args.extractor, full=args.full, embedder=args.embedder,
             extraction=ExtractionConfig(processes=args.processes),
         )
-    status = read_status(home)
+    status = read_status(home, outcome.run_id)  # this build's own figures, not the home's last build
     summary = {
         "run_id": outcome.run_id,
         "success": outcome.success,
@@ -243,8 +243,20 @@ def _print_build(summary: dict) -> None:
         print(f"  check {name}: {'passed' if passed else 'FAILED'}")
     for item in summary["rejected_documents"]:
         print(f"  rejected {item['message']}", file=sys.stderr)
+    from engramrag.extract.llm.breaker import STOPPED
+
+    stopped = 0  # stopped by an unreachable model server: its one line, logged when it was found, says why
     for item in summary["failed_documents"]:
+        if STOPPED in (item["error"] or ""):
+            stopped += 1
+            continue
         print(f"  failed {item['path']}: {item['error']} (retried on the next build)", file=sys.stderr)
+    if stopped:
+        print(
+            f"  failed {stopped} documents with no answer from the model server (retried on the next build; "
+            "`engram status` lists them)",
+            file=sys.stderr,
+        )
     for error in summary["errors"]:
         print(f"  error: {error}", file=sys.stderr)
 

@@ -8,7 +8,10 @@ Three kinds of trouble are handled at three levels:
   ``structured_output="auto"`` the request steps down from ``json_schema`` to ``json_object`` to plain text
   with an "only JSON" rule, and the step is remembered for every later request of the run;
 - a reply that is not valid JSON for the schema: asked again, saying what was wrong, up to
-  ``malformed_retries`` times.
+  ``malformed_retries`` times;
+- a server that cannot be connected to at all (refused, unknown host, connect timeout): after
+  ``unreachable_after`` such attempts in a row the run's breaker opens (``breaker``), the attempt that opened it
+  is not retried, and no later request of the run is sent.
 
 Every HTTP request is counted by an httpx event hook on the client's connection pool (per thread, since
 documents are extracted on several threads at once), so a call knows how many requests it took, retries
@@ -26,6 +29,7 @@ from typing import Any
 import openai
 
 from engramrag.extract.llm import prompt
+from engramrag.extract.llm.breaker import Breaker
 from engramrag.extract.llm.config import LLMConfig, env_name
 
 log = logging.getLogger(__name__)
@@ -60,13 +64,39 @@ class _Refused(Exception):
     """The server gave no reply at all (after the transport retries)."""
 
 
+class _NotSent(openai.OpenAIError):
+    """The breaker is open: the request was not sent. An ``OpenAIError``, so the client does not retry it."""
+
+
+class _BreakerHttpClient(openai.DefaultHttpxClient):
+    """The client's HTTP connection pool, behind the run's breaker: a request is not sent once the breaker is
+    open, and every attempt tells the breaker whether the server could be reached."""
+
+    def __init__(self, breaker: Breaker, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.breaker = breaker
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        if self.breaker.is_open:
+            raise _NotSent(self.breaker.stopped())
+        try:
+            response = super().send(request, **kwargs)
+        except Exception as error:
+            if _cannot_connect(error) and self.breaker.unreachable(f"{type(error).__name__}: {_short(str(error))}"):
+                raise _NotSent(self.breaker.stopped()) from error
+            raise
+        self.breaker.reached()
+        return response
+
+
 class StructuredChat:
     """Asks for one JSON object per call; safe to share between threads."""
 
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
         self._counter = threading.local()
-        self._http = openai.DefaultHttpxClient(event_hooks={"request": [self._count_request]})
+        self.breaker = Breaker(config.base_url, config.unreachable_after, env_name("base_url"))
+        self._http = _BreakerHttpClient(self.breaker, event_hooks={"request": [self._count_request]})
         self._client = openai.OpenAI(
             base_url=config.base_url,
             api_key=config.api_key or "not-needed",  # the client insists on a key; local servers ignore it
@@ -132,6 +162,8 @@ class StructuredChat:
             before = self._requests()
             try:
                 return self._client.chat.completions.create(**self._arguments(conversation, schema, mode))
+            except _NotSent as not_sent:
+                raise _Refused(str(not_sent)) from None
             except openai.APIStatusError as error:
                 if not _rejects_format(error):
                     raise _Refused(self._status_reason(error, self._requests() - before)) from None
@@ -231,6 +263,12 @@ class StructuredChat:
                 "the model server at %s reports no token usage; tokens and cost of its calls are recorded as 0",
                 self.config.base_url,
             )
+
+
+def _cannot_connect(error: Exception) -> bool:
+    """Whether no connection could be made (refused, unknown host, connect timeout): httpx's ``ConnectError``
+    and ``ConnectTimeout``, by name, since the ``openai`` client's HTTP library differs between versions."""
+    return any(kind.__name__ in ("ConnectError", "ConnectTimeout") for kind in type(error).__mro__)
 
 
 def _content(response: Any) -> tuple[str | None, str | None]:

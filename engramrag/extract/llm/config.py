@@ -42,6 +42,14 @@ class LLMConfig:
         default=4,
         metadata={"help": "Transport retries of one request (429, 5xx, dropped connections, timeouts), with backoff."},
     )
+    unreachable_after: int = field(
+        default=3,
+        metadata={
+            "help": "Connection attempts in a row that fail (refused, unknown host, connect timeout) after which the "
+            "server counts as unreachable: the build sends it no more documents and the next build retries them; "
+            "0: never."
+        },
+    )
     malformed_retries: int = field(
         default=2, metadata={"help": "Times a reply that is not valid JSON for the schema is asked for again."}
     )
@@ -70,6 +78,7 @@ class LLMConfig:
         checks = (
             (self.timeout_s > 0, f"timeout_s must be positive, got {self.timeout_s}"),
             (self.max_retries >= 0, f"max_retries must be 0 or more, got {self.max_retries}"),
+            (self.unreachable_after >= 0, f"unreachable_after must be 0 or more, got {self.unreachable_after}"),
             (self.malformed_retries >= 0, f"malformed_retries must be 0 or more, got {self.malformed_retries}"),
             (self.concurrency >= 1, f"concurrency must be 1 or more, got {self.concurrency}"),
             (self.max_segments >= 1, f"max_segments must be 1 or more, got {self.max_segments}"),

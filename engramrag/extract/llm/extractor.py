@@ -76,6 +76,12 @@ class OpenAIExtractor:
         """Whether the server answered without token usage this run, so its tokens (and cost) read 0."""
         return self.chat.usage_missing
 
+    @property
+    def server_unreachable(self) -> str | None:
+        """What the run's breaker said when it found the server unreachable (and stopped sending), else None."""
+        breaker = self.chat.breaker
+        return breaker.message() if breaker.is_open else None
+
     def extract(self, document: Document) -> Extraction:
         """The document's extraction, or LLMExtractionFailed (carrying every call made) when a segment gets no
         usable answer after the retries."""
@@ -165,8 +171,10 @@ class OpenAIExtractor:
         try:
             answer = self.chat.ask(prompt.messages(self._system, user), self._schema)
         except ChatFailed as failed:
-            calls.append(record(tokens_in=failed.tokens_in, tokens_out=failed.tokens_out, requests=failed.requests,
-                                latency_ms=failed.latency_ms, status="failed", error=failed.reason))  # fmt: skip
+            if failed.requests:  # a segment the open breaker kept from the server was not a call: nothing to record
+                calls.append(record(tokens_in=failed.tokens_in, tokens_out=failed.tokens_out,
+                                    requests=failed.requests, latency_ms=failed.latency_ms, status="failed",
+                                    error=failed.reason))  # fmt: skip
             raise LLMExtractionFailed(f"{where}: {failed.reason}", calls) from None
         calls.append(record(tokens_in=answer.tokens_in, tokens_out=answer.tokens_out, requests=answer.requests,
                             latency_ms=answer.latency_ms))  # fmt: skip
