@@ -229,7 +229,6 @@ def test_a_long_section_is_cut_at_line_ends_and_a_long_line_stays_whole():
     assert max(len(s.text) for s in segments[:-1]) <= 500
     assert any("y" * 900 in s.text for s in segments)
     assert split_segments(make_document("---\ntitle: x\n---\n", "blank.md"), 500, 16)[0].text.startswith("---")
-    assert split_segments(make_document("   \n\n", "empty.md"), 500, 16) == []
 
 
 def test_quotes_are_found_exactly_or_with_other_whitespace_only():
