@@ -17,6 +17,7 @@ from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.freshness import Refresh, refresh_unless_fresh
 from engramrag.resolve.candidate_config import CandidateConfig
 from engramrag.resolve.judge import JudgeConfig
+from engramrag.revise.model_chat import ModelReviewConfig
 from engramrag.revise.supersession import SupersessionConfig
 from engramrag.revise.versions import VersionConfig
 from engramrag.store import Home
@@ -77,12 +78,13 @@ class EngramStores(dg.ConfigurableResource):
         judge = JudgeConfig.from_env()
         candidates = repr(CandidateConfig())
         proposals = repr(SupersessionConfig())
+        model_review = ModelReviewConfig.from_env().settings()  # the model proposer and verifier, or "off"
         return {
             "resolution_candidates": f"{candidates}|{self.make_embedder().name}|"
             f"{judge.enabled}|{judge.base_url}|{judge.model}",
             "resolution_overlay": candidates,
             "supersession_candidates": proposals,
-            "accepted_supersessions": proposals,
+            "accepted_supersessions": f"{proposals}|{model_review}",
             "document_timeline": repr(self.version_config()),
         }
 

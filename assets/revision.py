@@ -36,7 +36,10 @@ def supersession_candidates(context: dg.AssetExecutionContext, engram: EngramSto
     kinds={"oxigraph", "duckdb", "sqlite"},
     pool=STORE_POOL,
     description="People's accepted supersessions as `supersedes` edges in the later document's analysis graph, "
-    "with who accepted them. The earlier decision stays; search labels it and ranks it below its successor.",
+    "with who accepted them, and the ones authors declared unless a person rejected them. With "
+    "ENGRAM_LLM_SUPERSESSION=1 and a model server, a model proposes and an independent call verifies the inferred "
+    "ones, each with a verbatim quote from both decisions; a confirmed one is applied unless a person rejected it. "
+    "The earlier decision stays; search labels it and ranks it below its successor.",
 )
 def accepted_supersessions(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     refresh = unless_fresh(
@@ -50,7 +53,10 @@ def accepted_supersessions(context: dg.AssetExecutionContext, engram: EngramStor
             "applied": summary.applied,
             "quads_added": summary.quads_added,
             "quads_removed": summary.quads_removed,
+            "declared": summary.declared,
+            "verified": summary.verified,
             "dormant": dg.MetadataValue.json(summary.dormant),
+            **{f"model_{name}": value for name, value in summary.model_review.metadata().items()},
         }
     )
 

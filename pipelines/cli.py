@@ -387,7 +387,9 @@ def _review_list(args: argparse.Namespace) -> int:
         frame = supersession_queue(home, include_decided=args.all)
         columns = ["earlier_key", "later_key", "earlier_title", "later_title", "earlier_decided_on",
                    "later_decided_on", "earlier_path", "later_path", "earlier_line_start", "later_line_start",
-                   "score", "same_day", "reasons", "verdict", "decided_by", "earlier_quote", "later_quote", "kind"]
+                   "score", "same_day", "reasons", "verdict", "decided_by", "earlier_quote", "later_quote", "kind",
+                   "verification", "verification_check", "verification_reason", "verified_by",
+                   "verifier_earlier_quote", "verifier_later_quote"]
     rows = [] if frame.empty else json.loads(frame[columns].head(args.n).to_json(orient="records", force_ascii=False))
     if args.json:
         shown = {"show": args.show} if args.topic == "merge" else {}
@@ -411,6 +413,8 @@ def _review_list(args: argparse.Namespace) -> int:
         else:
             state = f"  [{row['verdict']} by {row['decided_by']}]" if row["verdict"] else ""
             state += {"declared": "  (declared by its author: applied unless you reject it)",
+                      "verified": "  (proposed by a model, confirmed by an independent call: applied unless you "
+                                  "reject it)",
                       "later_value": "  (a later value: used for current-state questions unless you reject it)",
                       }.get(row.get("kind") or "", "")  # fmt: skip
             print(f"{number:>3}. {row['earlier_title']} ({row['earlier_decided_on']}, {row['earlier_path']}) "
@@ -421,6 +425,10 @@ def _review_list(args: argparse.Namespace) -> int:
                 line = row[f"{side}_line_start"]
                 where = f"{row[f'{side}_path']}:{int(line)}" if line is not None else row[f"{side}_path"]
                 print(f"     {side}: {where}  \"{_shortened(quote)}\"")
+            if row.get("verification"):
+                check = f" ({row['verification_check']})" if row.get("verification_check") else ""
+                print(f"     model {row['verified_by']}: {row['verification'].replace('_', ' ')}{check}: "
+                      f"{_shortened(' '.join(str(row['verification_reason'] or '').split()))}")
             print(f"     keys: {json.dumps(row['earlier_key'], ensure_ascii=False)} "
                   f"{json.dumps(row['later_key'], ensure_ascii=False)}")
     order = {"person": ", what needs a person first", "automatic": " that the machine merges unless you object"}

@@ -1,7 +1,10 @@
 """Supersession queue: proposals that a later dated decision replaces an earlier one, for a person to accept or
 reject. Both decisions are quoted from their exact source lines side by side, because whether one replaces the
 other is read in the decisions themselves. An accepted verdict goes to the decisions store; the next build writes
-the ``supersedes`` edge into the later document's analysis graph and keeps the earlier decision, marked."""
+the ``supersedes`` edge into the later document's analysis graph and keeps the earlier decision, marked. When a
+model reviewed a pair (``ENGRAM_LLM_SUPERSESSION=1``), its card says what the proposer and the independent verifier
+concluded: a confirmed pair is applied unless rejected here; for the others the verifier's reason and the failed
+check are shown."""
 
 from __future__ import annotations
 
@@ -31,6 +34,12 @@ QUOTE_HEIGHT = 280
 TIMELINE_LIMIT = 60
 PHRASES = {"accept": "supersedes", "reject": "does not supersede"}
 STATUS_COLOURS = {"accepted": "#dbeafe", "superseded": "#e5e7eb", "deprecated": "#e5e7eb", "proposed": "#fef3c7"}
+MODEL_OUTCOMES = {
+    "rejected": "rejected by the verifier",
+    "unverifiable": "not verified",
+    "not_proposed": "not proposed by the model",
+    "failed": "no answer from the model server",
+}
 
 
 def render() -> None:
@@ -131,9 +140,13 @@ def _card(home: Home, row: dict[str, Any], operator: str) -> None:
             subjects = list(row["shared_subjects"] if row["shared_subjects"] is not None else [])
             if subjects:
                 st.badge("both about " + ", ".join(subjects[:6]), color="gray", icon=":material/sell:")
+            if row.get("verification") == "confirmed":
+                st.badge("confirmed by a model's independent verifier: applied unless you reject it", color="blue",
+                         icon=":material/verified:")
         reasons = list(row["reasons"] if row["reasons"] is not None else [])
         if reasons:
             st.caption("Why proposed: " + " · ".join(escape_markdown(str(reason)) for reason in reasons))
+        _model_review(row)
         sides = st.columns(2)
         for column, side, heading in ((sides[0], "earlier", "Earlier"), (sides[1], "later", "Later")):
             with column:
@@ -150,6 +163,27 @@ def _card(home: Home, row: dict[str, Any], operator: str) -> None:
             st.button("reject", key=f"supersession:reject:{pair}", icon=":material/close:",
                       help="They do not replace each other; the proposal is not shown again.",
                       disabled=not operator, on_click=_decide, args=(str(home.root), row, "reject", operator))
+
+
+def _model_review(row: dict[str, Any]) -> None:
+    """What the model proposer and verifier concluded about the pair, when a model reviewed it."""
+    outcome = row.get("verification")
+    if not isinstance(outcome, str):
+        return
+    reason = escape_markdown(" ".join(str(row.get("verification_reason") or "").split()))
+    model = escape_markdown(str(row.get("verified_by") or "the model"))
+    if outcome == "confirmed":
+        quotes = [f"{side}: “{escape_markdown(str(row[f'verifier_{side}_quote']))}”" for side in ("earlier", "later")
+                  if isinstance(row.get(f"verifier_{side}_quote"), str)]  # fmt: skip
+        st.caption(f"Verifier ({model}): {reason} · " + " · ".join(quotes))
+        return
+    check = row.get("verification_check")
+    failed = f" (failed check: `{check}`)" if isinstance(check, str) and check else ""
+    text = f"Model review ({model}): {MODEL_OUTCOMES.get(outcome, outcome)}{failed}. {reason}"
+    if outcome in ("rejected", "unverifiable"):
+        st.warning(text, icon=":material/gpp_maybe:")
+    else:
+        st.caption(text)
 
 
 def _decide(root: str, row: dict[str, Any], verdict: str, operator: str) -> None:

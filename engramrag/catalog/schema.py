@@ -24,9 +24,14 @@ reason missing.
 Version 6 (issue 16, incremental builds) added ``asset_inputs`` (the fingerprint of what each global step read when
 it last finished, ``lifecycle.freshness``); the tables ``resolution_candidates`` and ``resolution_blocked``, created
 before by ``lifecycle.resolution`` (CREATE OR REPLACE at every build), are defined here with the same columns.
+
+Version 7 (issue 17, proposer and verifier) added ``supersession_model_reviews``: per inferred supersession
+proposal, what the optional model proposer said and what the independent verifier answered, with the checks on
+their quotes (``revise.model_review``). Created like the other tables when a writer opens an older catalog; readers
+of an older catalog find no model reviews (``revise.queue``).
 """
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -221,6 +226,35 @@ CREATE TABLE IF NOT EXISTS supersession_candidates (
     later_line_start INTEGER, later_line_end INTEGER, earlier_quote VARCHAR, later_quote VARCHAR,
     score DOUBLE, same_day BOOLEAN, explicit BOOLEAN, title_similarity DOUBLE,
     subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[], declared_in VARCHAR
+);
+
+-- Revision: the optional model review of the inferred supersession proposals (``revise.model_review``), refilled by
+-- ``lifecycle.revision.refresh_supersession_candidates``. ``outcome``: ``confirmed`` (the proposer proposed it and the
+-- verifier confirmed it, each with a verbatim quote from both decisions: applied unless a person rejects it),
+-- ``rejected`` (the verifier said no), ``unverifiable`` (a check failed), ``not_proposed`` (the proposer said no) or
+-- ``failed`` (no answer from the server: asked again at the next recomputation). ``stage`` is the call that decided
+-- it, ``failed_check`` the check that failed and ``failure`` how. ``inputs`` digests what was asked (both texts, the
+-- model and the prompts): a pair whose inputs are unchanged is not asked again.
+CREATE TABLE IF NOT EXISTS supersession_model_reviews (
+    earlier_key VARCHAR NOT NULL,
+    later_key VARCHAR NOT NULL,
+    inputs VARCHAR NOT NULL,
+    outcome VARCHAR NOT NULL,
+    stage VARCHAR NOT NULL,
+    failed_check VARCHAR,
+    failure VARCHAR,
+    proposer_supersedes BOOLEAN,
+    proposer_reason VARCHAR,
+    proposer_earlier_quote VARCHAR,
+    proposer_later_quote VARCHAR,
+    verifier_verdict VARCHAR,
+    verifier_reason VARCHAR,
+    verifier_earlier_quote VARCHAR,
+    verifier_later_quote VARCHAR,
+    model VARCHAR NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    reviewed_at TIMESTAMP NOT NULL
 );
 
 -- The quads ``lifecycle.revision.apply_supersessions`` wrote at the last build, removed before the next ones.

@@ -130,10 +130,17 @@ def _check_quote(git: Git, commit: str, source_path: str | None, quote: str) -> 
         content = blobs.read(f"{commit}:{source_path}")
     if content is None:
         return [Failure(QUOTE_VERBATIM, f"{source_path} cannot be read at {commit[:12]}")]
-    text = content.decode("utf-8", "replace")
-    if _spaced(quote) in _spaced(text):
+    return quote_failures(quote, content.decode("utf-8", "replace"), f"{source_path} at {commit[:12]}")
+
+
+def quote_failures(quote: str, text: str, where: str) -> list[Failure]:
+    """The quote-verbatim check on a text already at hand (``where`` names it in the failure): nothing when
+    ``quote`` is in ``text`` verbatim, line breaks and runs of spaces counting as one space."""
+    if not quote.strip():
+        return [Failure(QUOTE_VERBATIM, f"the quote from {where} is empty")]
+    if spaced(quote) in spaced(text):
         return []
-    return [Failure(QUOTE_VERBATIM, f"{_short(quote)!r} is not verbatim in {source_path} at {commit[:12]}")]
+    return [Failure(QUOTE_VERBATIM, f"{_short(quote)!r} is not verbatim in {where}")]
 
 
 def figures(text: str) -> list[str]:
@@ -145,7 +152,8 @@ def figures(text: str) -> list[str]:
     return found
 
 
-def _spaced(text: str) -> str:
+def spaced(text: str) -> str:
+    """Line breaks and runs of spaces as one space, as every quote check compares a quote with its source."""
     return WHITESPACE.sub(" ", text).strip()
 
 

@@ -41,6 +41,9 @@ CATALOG_PARTS: dict[str, str] = {
     "clusters": "SELECT count(*), bit_xor(hash(entity_key, cluster_key)) FROM entity_clusters",
     "proposals": "SELECT count(*), bit_xor(hash(earlier_key, later_key, earlier_path, later_path, declared_in, "
     "score)) FROM supersession_candidates",
+    # Model reviews that got no answer: a step that left some is stale at the next build, which asks them again.
+    "failed_model_reviews": "SELECT count(*), bit_xor(hash(earlier_key, later_key)) FROM supersession_model_reviews "
+    "WHERE outcome = 'failed'",
 }
 
 # Per step: the catalog parts and the decision topics it reads.
@@ -48,7 +51,7 @@ STEP_INPUTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "resolution_candidates": (("documents", "embeddings"), ()),
     "resolution_overlay": (("documents", "automatic_merges"), (MERGE,)),
     "supersession_candidates": (("documents",), ()),
-    "accepted_supersessions": (("documents", "proposals"), (SUPERSESSION,)),
+    "accepted_supersessions": (("documents", "proposals", "failed_model_reviews"), (SUPERSESSION,)),
     "document_timeline": (("documents", "clusters"), (MERGE, SUPERSESSION)),
 }
 
@@ -69,7 +72,7 @@ def input_fingerprint(catalog: duckdb.DuckDBPyConnection, home: Home, step: str,
     """The fingerprint of what ``step`` reads now, as JSON naming each input (its catalog parts, its decision
     topics, its ``settings`` and the code), so that a recomputation can say which input changed."""
     parts, topics = STEP_INPUTS[step]
-    values = {part: _digest(repr(catalog.execute(CATALOG_PARTS[part]).fetchone())) for part in parts}
+    values = {part: _part(catalog, part) for part in parts}
     store = DecisionsStore.for_home(home)
     values |= {f"{topic} verdicts": store.revision(topic) for topic in topics}
     values |= {"settings": _digest(settings), "code": code_version()}
@@ -119,6 +122,13 @@ def stale_steps(home: Home, settings: dict[str, str]) -> list[str]:
             step for step in STEP_INPUTS
             if _recorded(catalog, step) != input_fingerprint(catalog, home, step, settings.get(step, ""))
         ]
+
+
+def _part(catalog: duckdb.DuckDBPyConnection, part: str) -> str:
+    try:
+        return _digest(repr(catalog.execute(CATALOG_PARTS[part]).fetchone()))
+    except duckdb.CatalogException:  # a read-only reader of a catalog from before the part's table
+        return "absent"
 
 
 def _recorded(catalog: duckdb.DuckDBPyConnection, step: str) -> str | None:

@@ -5,18 +5,29 @@ topic ``supersession``) becomes, at the next build, a ``supersedes`` edge in the
 graph and a row of ``supersessions``, which the retrieval index reads to label and rank the earlier decision.
 The earlier decision is never deleted. The quads this step added last time are recorded, so an undone verdict
 loses its edge; a re-extracted document loses it with its analysis graph and gets it back here.
+
+With a model server and ``ENGRAM_LLM_SUPERSESSION=1``, the inferred proposals are also put to a model proposer and
+an independent verifier (``revise.model_review``) before they are applied; a confirmed one is applied like an
+author's declaration (reason ``verified``) unless a person rejected it, the others wait for a person with the
+verifier's reason. A review is kept while its pair's texts, the model and the prompts stay the same, so a new verdict
+or an unchanged proposal costs no call. Without them nothing is asked and the proposals wait for a person, as
+before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, has_column
+from engramrag.catalog.connection import catalog_writer, has_column, has_table
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.ontology.quadstore import QuadStore, parse_nquads
 from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES, declared_by
+from engramrag.revise.model_chat import ModelReviewConfig
+from engramrag.revise.model_review import COLUMNS as REVIEW_COLUMNS
+from engramrag.revise.model_review import CONFIRMED, ModelReview, ReviewSummary, model_agent, review_proposals
 from engramrag.revise.supersession import (
     SupersessionConfig,
     SupersessionProposal,
@@ -50,6 +61,8 @@ class AppliedSummary:
     quads_removed: int
     dormant: list[str] = field(default_factory=list)  # accepted pairs whose decisions are not in the vault now
     declared: int = 0  # of ``applied``, the ones authors declared (no person's verdict)
+    verified: int = 0  # of ``applied``, the ones a model proposed and an independent call confirmed
+    model_review: ReviewSummary = field(default_factory=ReviewSummary)  # what the proposer and verifier did
 
 
 def refresh_supersession_candidates(
@@ -77,14 +90,21 @@ def refresh_supersession_candidates(
 
 
 def apply_supersessions(
-    home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None = None
+    home: Home,
+    config: VaultConfig,
+    supersession_config: SupersessionConfig | None = None,
+    review_config: ModelReviewConfig | None = None,
 ) -> AppliedSummary:
-    """Write people's accepted supersessions, and the ones authors declared (a record's own Supersedes or
-    Superseded-by field naming the other) that no person rejected, as ``supersedes`` edges and ``supersessions``
-    rows. A declaration is attributed to the author of the record that states it."""
+    """Write people's accepted supersessions, the ones authors declared (a record's own Supersedes or
+    Superseded-by field naming the other) and the ones a model's verifier confirmed that no person rejected, as
+    ``supersedes`` edges and ``supersessions`` rows. A declaration is attributed to the author of the record that
+    states it, a confirmation to the model (``model:NAME``). The model review (by default configured from the
+    environment, ``ModelReviewConfig.from_env``) runs first, outside the catalog's lock, into
+    ``supersession_model_reviews``; with the review off that table is emptied."""
+    proposals, _ = _proposals(home, config, supersession_config)
+    reviews, review_summary = _review(home, config, proposals, review_config)
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     accepted = [v for v in verdicts.values() if v.verdict == "accept"]
-    proposals, _ = _proposals(home, config, supersession_config)
     by_pair = {(p.earlier.key, p.later.key): p for p in proposals}
     authors = _authors(home, config)
     applied: list[tuple[SupersessionProposal, str, str]] = []  # (proposal, reason, decided by)
@@ -103,7 +123,15 @@ def apply_supersessions(
         author = declared_by(proposal.declared_in, authors.get(proposal.declared_in))
         applied.append((proposal, "declared", author))
         quads += supersedes_quads([proposal], author, None, verdict="declared")
+    for review in reviews:
+        pair, proposal = review.pair, by_pair.get(review.pair)
+        if review.outcome != CONFIRMED or proposal is None or proposal.declared_in is not None or pair in verdicts:
+            continue  # not confirmed, gone, declared (applied above) or a person decided it: the person wins
+        agent = model_agent(review.model)
+        applied.append((proposal, "verified", agent))
+        quads += supersedes_quads([proposal], agent, None, verdict="verified")
     quads = list(dict.fromkeys(quads))
+    review_rows = pd.DataFrame([[getattr(r, c) for c in REVIEW_COLUMNS] for r in reviews], columns=REVIEW_COLUMNS)
     rows = pd.DataFrame(
         [
             (p.earlier.key, p.later.key, p.earlier.doc_id, p.later.doc_id, p.earlier.title, p.later.title,
@@ -130,9 +158,40 @@ def apply_supersessions(
             catalog.register("recorded_quads", pd.DataFrame({"nquad": [str(quad) for quad in quads]}))
             catalog.execute("INSERT INTO supersession_quads SELECT nquad FROM recorded_quads")
             catalog.unregister("recorded_quads")
+        catalog.execute("DELETE FROM supersession_model_reviews")
+        if len(review_rows):
+            catalog.register("review_rows", review_rows)
+            catalog.execute(
+                f"INSERT INTO supersession_model_reviews ({', '.join(REVIEW_COLUMNS)}) SELECT * FROM review_rows"
+            )
+            catalog.unregister("review_rows")
         catalog.execute("COMMIT")
     declared = sum(reason == "declared" for _, reason, _ in applied)
-    return AppliedSummary(len(accepted), len(applied), len(quads), len(removed), dormant, declared)
+    verified = sum(reason == "verified" for _, reason, _ in applied)
+    return AppliedSummary(
+        len(accepted), len(applied), len(quads), len(removed), dormant, declared, verified, review_summary
+    )
+
+
+def _review(
+    home: Home, config: VaultConfig, proposals: list[SupersessionProposal], review_config: ModelReviewConfig | None
+) -> tuple[list[ModelReview], ReviewSummary]:
+    """The model reviews of the inferred proposals (none when the review is off), reusing those whose inputs are
+    unchanged."""
+    review_config = ModelReviewConfig.from_env() if review_config is None else review_config
+    previous = _model_reviews(home, config) if review_config.active else {}
+    return review_proposals(proposals, review_config, previous)
+
+
+def _model_reviews(home: Home, config: VaultConfig) -> Mapping[tuple[str, str], ModelReview]:
+    """The model reviews of the last recomputation, by (earlier, later) key."""
+    with catalog_writer(home, config.bucket_count) as catalog:
+        if not has_table(catalog, "supersession_model_reviews"):
+            return {}
+        frame = catalog.execute(f"SELECT {', '.join(REVIEW_COLUMNS)} FROM supersession_model_reviews").df()
+    frame = frame.astype(object).where(frame.notna(), None)
+    return {(str(row["earlier_key"]), str(row["later_key"])): ModelReview.from_row(row)
+            for row in frame.to_dict("records")}  # fmt: skip
 
 
 def _proposals(

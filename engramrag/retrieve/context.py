@@ -49,6 +49,7 @@ def superseded_line(later: dict) -> str:
     context print it."""
     dated = f" ({later['by_date']})" if later.get("by_date") else ""
     reason = {"declared": "declared by the author", "accepted": "accepted in review",
+              "verified": "proposed by a model, confirmed by an independent call",
               "later_value": "a later note changed it"}.get(str(later.get("reason")), "")  # fmt: skip
     why = f" [{reason}]" if reason else ""
     return f"    SUPERSEDED by {later['by_doc']}{dated}: {later.get('detail', '')}{why}"

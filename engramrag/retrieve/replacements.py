@@ -35,7 +35,7 @@ class Replacement:
     by_path: str
     by_date: str | None
     since: str | None  # the date from which the successor holds
-    reason: str  # "declared" | "accepted" | "later_value"
+    reason: str  # "declared" | "accepted" | "verified" | "later_value"
     form: str  # "decision" | "front_matter" | "in_text" | "property"
     detail: str  # what was replaced, for the label
     words: frozenset[str]  # a later_value applies only to a question with one of these terms

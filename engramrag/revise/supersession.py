@@ -233,9 +233,12 @@ def supersedes_quads(
     LATER document's analysis graph: the plain edge (for graph queries and PageRank) and a Statement node with its
     provenance. The node is derived from the later document (the record that replaces), created by the proposer
     (``pav:createdBy``, as the provenance check requires of every statement) and curated by the person who accepted
-    it (``pav:curatedBy``, ``engram:reviewVerdict "accepted"``, ``engram:acceptedAt`` when given)."""
+    it (``pav:curatedBy``, ``engram:reviewVerdict "accepted"``, ``engram:acceptedAt`` when given). A proposal a
+    model's verifier confirmed (``verdict="verified"``, ``revise.model_review``) is curated by that model, a
+    software agent, not a person."""
     quads: list[ox.Quad] = []
     person = ox.NamedNode(str(agent_iri(accepted_by)))
+    curator_type = SOFTWARE_AGENT if verdict == "verified" else PERSON
     for proposal in accepted:
         earlier, later = proposal.earlier, proposal.later
         # A declaration is what its author wrote: it goes in the declaring document's assertion graph.
@@ -257,7 +260,7 @@ def supersedes_quads(
             (PROPOSER, TYPE, SOFTWARE_AGENT),
             (PROPOSER, LABEL, ox.Literal(f"supersession {VERSION}")),
             (node, CURATED_BY, person),
-            (person, TYPE, PERSON),
+            (person, TYPE, curator_type),
             (person, LABEL, ox.Literal(accepted_by)),
             (node, VERDICT, ox.Literal(verdict)),
         ]

@@ -27,7 +27,6 @@ from engramrag.gitgraph.grounding import (
     FIGURE_IN_QUOTE,
     QUOTE_VERBATIM,
     SHA_PREFIX,
-    WHITESPACE,
     Failure,
     Verdict,
     check_answer,
@@ -35,6 +34,7 @@ from engramrag.gitgraph.grounding import (
     check_figures,
     names_in,
     returned_ids,
+    spaced,
 )
 
 CITATIONS_GIVEN = "citations-given"
@@ -138,11 +138,6 @@ def _named(text: str, returned: set[str]) -> tuple[list[str], list[str]]:
     """The backticked files (those no tool returned) and qualified identifiers the answer names."""
     files, identifiers = names_in(text)
     return [path for path in files if path.rstrip("/") not in returned], identifiers
-
-
-def spaced(text: str) -> str:
-    """Line breaks and runs of spaces as one space, as the grounding checks compare quotes."""
-    return WHITESPACE.sub(" ", text).strip()
 
 
 def _strings(value: Any) -> list[str]:
