@@ -65,7 +65,7 @@ def _run_build(
     from assets.partitions import BUCKET_COUNT
     from assets.resources import EngramStores
     from pipelines.checks import provenance_checks, resolution_checks
-    from pipelines.jobs import LIFECYCLE_ASSETS, REVIEW_ASSETS
+    from pipelines.jobs import LIFECYCLE_ASSETS, document_lifecycle_job, review_job
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
     stores = EngramStores(
@@ -79,7 +79,7 @@ def _run_build(
     ).buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:
-        selection = LIFECYCLE_ASSETS
+        job = document_lifecycle_job
         tags = {
             "dagster/asset_partition_range_start": bucket_key(min(buckets)),
             "dagster/asset_partition_range_end": bucket_key(max(buckets)),
@@ -98,18 +98,18 @@ def _run_build(
         record_build(home, config, run_id, [])
         return BuildOutcome(run_id, True, [], {}, [])
     else:  # nothing changed in the vault: apply what people decided since the last build
-        selection = REVIEW_ASSETS
+        job = review_job
         tags = {"engram/trigger": "cli"}
     tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
     with open_instance(home) as instance:
         release_abandoned_runs(instance)
-        result = dg.materialize(
-            [*selection, *provenance_checks, *resolution_checks],
-            instance=instance,
+        # The named job, as the sensors and the schedule run it, so the UI's runs say what each build was.
+        definitions = dg.Definitions(
+            assets=LIFECYCLE_ASSETS, asset_checks=[*provenance_checks, *resolution_checks], jobs=[job],
             resources={"engram": stores},
-            run_config=run_config,
-            tags=tags,
-            raise_on_error=False,
+        )  # fmt: skip
+        result = definitions.resolve_job_def(job.name).execute_in_process(
+            run_config=run_config, instance=instance, tags=tags, raise_on_error=False
         )
     checks = {
         evaluation.check_name: evaluation.passed

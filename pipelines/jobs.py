@@ -24,7 +24,8 @@ LIFECYCLE_ASSETS = [
     retrieval_index,
     lifecycle_metrics,
 ]
-# What people's verdicts change: the overlay, the applied supersessions, the index built on them, the metrics.
+# What people's verdicts change: the overlay, the applied supersessions, the index built on them, the metrics; and
+# the catalog step, whose provenance checks then cover the quads the applied supersessions wrote.
 REVIEW_ASSETS = [
     document_catalog, resolution_overlay, accepted_supersessions, document_timeline, retrieval_index,
     lifecycle_metrics,
@@ -40,7 +41,7 @@ document_lifecycle_job = dg.define_asset_job(
 
 review_job = dg.define_asset_job(
     "apply_reviews",
-    selection=dg.AssetSelection.assets(*REVIEW_ASSETS[1:]),
+    selection=dg.AssetSelection.assets(*REVIEW_ASSETS),
     description="Apply what people decided in the dashboard or with `engram review` (merges, supersessions) to the "
     "clusters, the graphs and the retrieval index.",
 )

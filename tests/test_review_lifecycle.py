@@ -242,3 +242,15 @@ def test_verdicts_written_during_a_build_are_neither_refused_nor_lost(built) -> 
     assert not errors and outcome and outcome[0].success, (errors, outcome and outcome[0].errors)
     recorded = [v for v in store.current(MERGE) if v.left_key.startswith("stress-")]
     assert len(recorded) == written
+
+
+def test_every_build_is_a_named_job_in_the_dagster_ui(built) -> None:
+    # Issue 19: every run in the UI was `__ephemeral_asset_job__`. A build that reads the vault runs the lifecycle
+    # job; one that only applies people's verdicts (the tests above) runs the review job, as the sensors do.
+    from pipelines.instance import open_instance
+
+    _, home = built
+    with open_instance(home) as instance:
+        names = [run.job_name for run in instance.get_runs()]
+    assert "document_lifecycle" in names and "apply_reviews" in names
+    assert set(names) <= {"document_lifecycle", "apply_reviews"}, names
