@@ -249,8 +249,37 @@ def test_every_build_is_a_named_job_in_the_dagster_ui(built) -> None:
     # job; one that only applies people's verdicts (the tests above) runs the review job, as the sensors do.
     from pipelines.instance import open_instance
 
-    _, home = built
+    vault, home = built
+    store = DecisionsStore.for_home(home)
+    store.decide(SUPERSESSION, EARLIER, LATER, "reject", "dana")
+    build(vault, home)  # the vault did not change: only the verdict is applied
+    store.undo(SUPERSESSION, EARLIER, LATER, "dana")
+    build(vault, home)
     with open_instance(home) as instance:
         names = [run.job_name for run in instance.get_runs()]
     assert "document_lifecycle" in names and "apply_reviews" in names
     assert set(names) <= {"document_lifecycle", "apply_reviews"}, names
+
+
+def test_review_list_piped_to_head_ends_quietly(built) -> None:
+    import os
+    import subprocess
+    import sys
+
+    _, home = built
+    command = [sys.executable, "-m", "pipelines.cli", "review", "list", "--show", "all", "-n", "1000", "--home",
+               str(home.root)]  # fmt: skip
+    lister = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = subprocess.run(["head", "-1"], stdin=lister.stdout, capture_output=True, text=True, check=True)
+    lister.stdout.close()
+    errors = lister.stderr.read().decode()
+    lister.wait(timeout=120)
+    assert head.stdout.startswith("  1. ") and "Traceback" not in errors and "BrokenPipe" not in errors, errors
+    assert lister.returncode in (0, 141)  # 141 when it was still writing as head left (exit_codes.PIPE_CLOSED)
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before the first line: always the closed-pipe path
+    try:
+        done = subprocess.run(command, stdout=writer, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(writer)
+    assert done.returncode == 141 and "Traceback" not in done.stderr, done.stderr
