@@ -19,7 +19,7 @@ from engramrag.retrieve.index_build import index_is_current
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import bucket_key
-from pipelines.build_lock import build_lock
+from pipelines.build_lock import build_lock, process_alive
 from pipelines.instance import open_instance
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def release_abandoned_runs(instance) -> list[str]:
     for record in records:
         run = record.dagster_run
         pid = int(run.tags.get("engram/pid", "0"))
-        if pid and not _process_alive(pid):
+        if pid and not process_alive(pid):
             instance.report_run_failed(
                 run, f"the `engram build` process (pid {pid}) ended without finishing this run; the next build "
                 "resumed its work"
@@ -194,13 +194,3 @@ def release_abandoned_runs(instance) -> list[str]:
             if run is None or run.is_finished or run_id in released:
                 storage.free_concurrency_slots_for_run(run_id)
     return released
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

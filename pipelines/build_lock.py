@@ -87,12 +87,13 @@ def _read_holder(home: Home) -> dict | None:
         datetime.fromisoformat(holder["started_at"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if holder.get("host") == socket.gethostname() and not _alive(pid):
+    if holder.get("host") == socket.gethostname() and not process_alive(pid):
         return None
     return holder
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine with that pid is running (one we may not signal counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -30,6 +30,7 @@ from engramrag.agent.confirmations import Refused
 from engramrag.agent.writes import Executed, Pending, Policy, propose_write
 from engramrag.catalog.connection import catalog_reader, has_table
 from engramrag.extract.textutil import normalise_label
+from engramrag.messages import one_line
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.errors import DocumentRejected
@@ -254,8 +255,8 @@ def _verify(root: Path, home: Home, entry: tuple[str, str | None], index: int, c
     if line is None:
         raise LearnRefused(
             "quote",
-            f"the quote of source {index} ({relative}) does not appear verbatim in it: {_short(quote)!r}. Copy the "
-            "exact words from the note (only line breaks and repeated spaces may differ).",
+            f"the quote of source {index} ({relative}) does not appear verbatim in it: {one_line(quote, 80)!r}. "
+            "Copy the exact words from the note (only line breaks and repeated spaces may differ).",
         )
     return Source(relative, quote.strip(), line)
 
@@ -312,11 +313,6 @@ def _free_path(root: Path, config: VaultConfig, stem: str, reserved: set[str]) -
         if path not in reserved and destinations.read_bytes(root, destinations.relative_parts(path, config)) is None:
             return path
         number += 1
-
-
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 __all__ = [

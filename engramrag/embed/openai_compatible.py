@@ -9,6 +9,7 @@ import numpy as np
 import openai
 
 from engramrag.embed.base import EmbeddingServerError, OpenAIEmbedderConfig, l2_normalise
+from engramrag.messages import one_line
 
 _HINT = "Is the server running? Set ENGRAM_EMBED_BASE_URL to its address (for example http://127.0.0.1:8000/v1)."
 
@@ -72,7 +73,7 @@ class OpenAIEmbedder:
             hint = " Check ENGRAM_EMBED_MODEL." if error.status_code in (400, 404) else ""
             raise EmbeddingServerError(
                 f"the embedding server at {url} answered HTTP {error.status_code} for model {model!r}: "
-                f"{_short(error.message)}.{hint}"
+                f"{one_line(error.message, 300)}.{hint}"
             ) from error
         data = sorted(response.data, key=lambda item: item.index)
         if len(data) != len(batch):
@@ -97,8 +98,3 @@ def _vector(embedding: list[float] | str) -> np.ndarray:
     if isinstance(embedding, str):
         return np.frombuffer(base64.b64decode(embedding), dtype="<f4")
     return np.asarray(embedding, dtype=np.float32)
-
-
-def _short(message: str, limit: int = 300) -> str:
-    message = " ".join(str(message).split())
-    return message if len(message) <= limit else message[: limit - 1] + "…"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engramrag.gitgraph.gitcli import Git, GitError
+from engramrag.messages import one_line
 
 QUOTE_VERBATIM = "quote-verbatim"
 FIGURE_IN_QUOTE = "figure-in-quote"
@@ -140,7 +141,7 @@ def quote_failures(quote: str, text: str, where: str) -> list[Failure]:
         return [Failure(QUOTE_VERBATIM, f"the quote from {where} is empty")]
     if spaced(quote) in spaced(text):
         return []
-    return [Failure(QUOTE_VERBATIM, f"{_short(quote)!r} is not verbatim in {where}")]
+    return [Failure(QUOTE_VERBATIM, f"{one_line(quote, 80)!r} is not verbatim in {where}")]
 
 
 def figures(text: str) -> list[str]:
@@ -274,8 +275,3 @@ def _unique(values: Iterable[str]) -> list[str]:
         if value not in seen:
             seen.append(value)
     return seen
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-

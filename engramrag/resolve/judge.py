@@ -23,6 +23,7 @@ from typing import Any
 
 import openai
 
+from engramrag.messages import one_line
 from engramrag.resolve.candidates import Candidate
 
 VERDICTS: tuple[str, ...] = ("same", "distinct", "related", "broader", "narrower", "unsure")
@@ -127,11 +128,11 @@ class LLMJudge:
             content = response.choices[0].message.content or ""
             usage = response.usage
         except openai.APIStatusError as failure:
-            return self._failed(candidate, started, f"server error: HTTP {failure.status_code}: {_short(failure)}")
+            return self._failed(candidate, started, f"server error: HTTP {failure.status_code}: {one_line(failure)}")
         except openai.OpenAIError as failure:
-            return self._failed(candidate, started, f"server error: {type(failure).__name__}: {_short(failure)}")
+            return self._failed(candidate, started, f"server error: {type(failure).__name__}: {one_line(failure)}")
         except (IndexError, AttributeError, TypeError) as failure:
-            return self._failed(candidate, started, f"unexpected answer shape: {_short(failure)}")
+            return self._failed(candidate, started, f"unexpected answer shape: {one_line(failure)}")
         verdict, reason, malformed = parse_verdict(content)
         return Judgement(
             left_key=candidate.left_key,
@@ -206,18 +207,13 @@ def parse_verdict(content: str) -> tuple[str, str, bool]:
         except ValueError:
             answer = None
     if not isinstance(answer, dict):
-        return "unsure", f"malformed answer (not a JSON object): {_short(content)}", True
+        return "unsure", f"malformed answer (not a JSON object): {one_line(content)}", True
     verdict = answer.get("verdict")
     if not isinstance(verdict, str) or verdict.strip().lower() not in VERDICTS:
         return "unsure", f"malformed answer (verdict {verdict!r} is not one of {', '.join(VERDICTS)})", True
     reason = answer.get("reason", "")
     reason = reason if isinstance(reason, str) else json.dumps(reason, ensure_ascii=False)
-    return verdict.strip().lower(), _short(reason, MAX_REASON), False
-
-
-def _short(value: object, limit: int = 200) -> str:
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return verdict.strip().lower(), one_line(reason, MAX_REASON), False
 
 
 def _elapsed(started: float) -> float:

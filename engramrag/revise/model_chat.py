@@ -26,6 +26,7 @@ import openai
 from engramrag.extract.llm.config import LLMConfig, env_name
 from engramrag.extract.llm.prompt import validate
 from engramrag.gitgraph.grounding import Failure, quote_failures
+from engramrag.messages import one_line
 from engramrag.revise.supersession import DecisionSide
 
 ENABLE_ENV = "ENGRAM_LLM_SUPERSESSION"
@@ -154,14 +155,14 @@ class ModelChat:
             content = response.choices[0].message.content or ""
             usage = getattr(response, "usage", None)
         except openai.APIStatusError as error:
-            return _failed(SERVER_ANSWERED, f"HTTP {error.status_code} from {self.server.base_url}: {_short(error)}",
+            return _failed(SERVER_ANSWERED, f"HTTP {error.status_code} from {self.server.base_url}: {one_line(error)}",
                            True, started)
         except openai.APIConnectionError as error:  # timeouts included
             cause = error.__cause__ or error
             return _failed(SERVER_ANSWERED, f"no answer from {self.server.base_url}: {type(cause).__name__}: "
-                           f"{_short(cause)}", False, started)
+                           f"{one_line(cause)}", False, started)
         except (openai.OpenAIError, ValueError, IndexError, AttributeError, TypeError) as error:
-            return _failed(ANSWER_FORMAT, f"the server's answer is not a chat completion: {_short(error)}", True,
+            return _failed(ANSWER_FORMAT, f"the server's answer is not a chat completion: {one_line(error)}", True,
                            started)
         tokens = (int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
         data, problem = json_object(content, schema)
@@ -199,7 +200,7 @@ def json_object(content: str, schema: Mapping[str, Any]) -> tuple[dict[str, Any]
         except ValueError:
             answer = None
     if not isinstance(answer, dict):
-        return None, f"the answer is not one JSON object: {_short(content)!r}"
+        return None, f"the answer is not one JSON object: {one_line(content)!r}"
     problems = validate(answer, dict(schema))
     if problems:
         return None, "the answer does not fit the schema: " + "; ".join(problems[:3])
@@ -235,11 +236,6 @@ def missing_text(earlier: DecisionSide, later: DecisionSide) -> Failure | None:
 
 def _failed(check: str, detail: str, reached: bool, started: float) -> ChatReply:
     return ChatReply(None, Failure(check, detail), reached, latency_ms=_since(started))
-
-
-def _short(value: object, limit: int = 200) -> str:
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _since(started: float) -> float:

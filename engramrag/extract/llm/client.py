@@ -31,6 +31,7 @@ import openai
 from engramrag.extract.llm import prompt
 from engramrag.extract.llm.breaker import Breaker
 from engramrag.extract.llm.config import LLMConfig, env_name
+from engramrag.messages import one_line
 
 log = logging.getLogger(__name__)
 STEP_DOWN = {"json_schema": "json_object", "json_object": "none"}
@@ -82,7 +83,8 @@ class _BreakerHttpClient(openai.DefaultHttpxClient):
         try:
             response = super().send(request, **kwargs)
         except Exception as error:
-            if _cannot_connect(error) and self.breaker.unreachable(f"{type(error).__name__}: {_short(str(error))}"):
+            reason = f"{type(error).__name__}: {one_line(error, 300)}"
+            if _cannot_connect(error) and self.breaker.unreachable(reason):
                 raise _NotSent(self.breaker.stopped()) from error
             raise
         self.breaker.reached()
@@ -128,10 +130,11 @@ class StructuredChat:
             except _Refused as refused:
                 raise ChatFailed(str(refused), self._requests(), tokens_in, tokens_out, _since(started)) from None
             except (ValueError, openai.OpenAIError) as error:  # a 200 whose body is not JSON at all
-                problem = f"the server's answer is not a chat completion ({type(error).__name__}: {_short(str(error))})"
+                detail = one_line(error, 300)
+                problem = f"the server's answer is not a chat completion ({type(error).__name__}: {detail})"
                 continue
             if not hasattr(response, "choices"):  # the client hands back a non-JSON body as text
-                problem = f"the server's answer is not a chat completion: {_short(repr(response))}"
+                problem = f"the server's answer is not a chat completion: {one_line(repr(response), 300)}"
                 continue
             usage = getattr(response, "usage", None)
             if usage is None:
@@ -147,7 +150,7 @@ class StructuredChat:
                 conversation = prompt.reask(messages, content or "", problem)
                 continue
             return Answer(data, tokens_in, tokens_out, self._requests(), _since(started), usage_reported)
-        reason = f"the reply was not valid JSON for the extraction schema {attempts} times: {_short(problem)}"
+        reason = f"the reply was not valid JSON for the extraction schema {attempts} times: {one_line(problem, 300)}"
         raise ChatFailed(reason, self._requests(), tokens_in, tokens_out, _since(started))
 
     def close(self) -> None:
@@ -185,7 +188,7 @@ class StructuredChat:
                 cause = error.__cause__ or error
                 raise _Refused(
                     f"could not get an answer from the model server at {self.config.base_url} ({_times(tries)}): "
-                    f"{type(cause).__name__}: {_short(str(cause) or 'connection closed')}; is it running and "
+                    f"{type(cause).__name__}: {one_line(str(cause) or 'connection closed', 300)}; is it running and "
                     f"reachable at {env_name('base_url')}?"
                 ) from None
 
@@ -293,17 +296,12 @@ def _message(error: openai.APIStatusError) -> str:
         inner = body.get("error", body)
         text = inner.get("message") if isinstance(inner, dict) else inner
         if text:
-            return _short(str(text))
-    return _short(error.message)
+            return one_line(str(text), 300)
+    return one_line(error.message, 300)
 
 
 def _times(count: int) -> str:
     return "once" if count == 1 else f"{count} times"
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _since(started: float) -> float:

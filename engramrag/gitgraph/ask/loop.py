@@ -25,6 +25,7 @@ from engramrag.extract.llm.prompt import FENCE, validate
 from engramrag.gitgraph.ask.tools_schema import ToolOutcome, call_tool, parse_arguments, tool_schemas
 from engramrag.gitgraph.ask.verify import ANSWER_SCHEMA, verify
 from engramrag.gitgraph.grounding import Verdict
+from engramrag.messages import one_line
 from engramrag.store import Home
 
 DEFAULT_MAX_STEPS = 8
@@ -206,7 +207,7 @@ def ask(
                 return end(UNREACHABLE, server_problem(error, config))
             if not getattr(response, "choices", None):
                 return end(UNREACHABLE, f"the model server at {config.base_url} did not answer with a chat "
-                                        f"completion: {_short(repr(response))}")  # fmt: skip
+                                        f"completion: {one_line(repr(response), 300)}")  # fmt: skip
             message = response.choices[0].message
             calls = list(message.tool_calls or ())
             if calls:
@@ -273,10 +274,10 @@ def server_problem(error: Exception, config: LLMConfig) -> str:
         cause = error.__cause__ or error
         return (
             f"could not reach the model server at {where} ({type(cause).__name__}: "
-            f"{_short(str(cause) or 'connection closed')}); is it running? Check {env_name('base_url')}"
+            f"{one_line(str(cause) or 'connection closed', 300)}); is it running? Check {env_name('base_url')}"
         )
     if isinstance(error, openai.APIStatusError):
-        message = _short(str(getattr(error, "message", "") or error))
+        message = one_line(str(getattr(error, "message", "") or error), 300)
         hint = {
             401: f"check {env_name('api_key')}",
             403: f"check {env_name('api_key')}",
@@ -287,11 +288,7 @@ def server_problem(error: Exception, config: LLMConfig) -> str:
             hint = f"the model {config.model!r} may not support tool calling; choose one that does"
         return (f"the model server at {where} answered HTTP {error.status_code}: {message}"
                 + (f"; {hint}" if hint else ""))  # fmt: skip
-    return f"the model server at {where} failed: {type(error).__name__}: {_short(str(error))}"
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return f"the model server at {where} failed: {type(error).__name__}: {one_line(str(error), 300)}"
 
 
 __all__ = [

@@ -36,6 +36,7 @@ from engramrag.gitgraph.grounding import (
     returned_ids,
     spaced,
 )
+from engramrag.messages import one_line
 
 CITATIONS_GIVEN = "citations-given"
 ID_KEYS = {"decisions": "id", "commits": "sha", "files": "path", "people": "key"}
@@ -125,7 +126,8 @@ def _check_quote(
         return [Failure(QUOTE_VERBATIM, f"the quote for {key} is empty")]
     rows = [row for row, value in evidence if wanted in spaced(value)]
     if not rows:
-        return [Failure(QUOTE_VERBATIM, f"{_short(quote)!r} is not verbatim in what the tools returned for {key}")]
+        shown = one_line(quote, 80)
+        return [Failure(QUOTE_VERBATIM, f"{shown!r} is not verbatim in what the tools returned for {key}")]
     sourced = [row for row in rows if wanted in spaced(str(row.get("text") or "")) and row.get("path")
                and row.get("sha") and "id" in row]  # fmt: skip
     if not sourced:
@@ -148,10 +150,6 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, bool) or value is None:
         return []
     return [str(value)]
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 __all__ = ["ANSWER_SCHEMA", "CITATIONS_GIVEN", "evidence_by_id", "resolve_id", "spaced", "verify"]
