@@ -12,6 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from engramrag.messages import one_line
 from engramrag.store import Home, StoreBusy
 from pipelines import exit_codes
 from pipelines.agent_cli import add_commands as add_agent_commands
@@ -421,14 +422,14 @@ def _review_list(args: argparse.Namespace) -> int:
                   f"->  {row['later_title']} ({row['later_decided_on']}, {row['later_path']})  "
                   f"score {row['score']:.2f}{' SAME DAY' if row['same_day'] else ''}{state}")
             for side in ("earlier", "later"):
-                quote = " ".join(str(row[f"{side}_quote"] or "(no quote)").split())
+                quote = one_line(row[f"{side}_quote"] or "(no quote)", 160)
                 line = row[f"{side}_line_start"]
                 where = f"{row[f'{side}_path']}:{int(line)}" if line is not None else row[f"{side}_path"]
-                print(f"     {side}: {where}  \"{_shortened(quote)}\"")
+                print(f"     {side}: {where}  \"{quote}\"")
             if row.get("verification"):
                 check = f" ({row['verification_check']})" if row.get("verification_check") else ""
                 print(f"     model {row['verified_by']}: {row['verification'].replace('_', ' ')}{check}: "
-                      f"{_shortened(' '.join(str(row['verification_reason'] or '').split()))}")
+                      f"{one_line(row['verification_reason'] or '', 160)}")
             print(f"     keys: {json.dumps(row['earlier_key'], ensure_ascii=False)} "
                   f"{json.dumps(row['later_key'], ensure_ascii=False)}")
     order = {"person": ", what needs a person first", "automatic": " that the machine merges unless you object"}
@@ -436,10 +437,6 @@ def _review_list(args: argparse.Namespace) -> int:
     print(f"\n{len(frame)} {'pairs' if args.all else 'waiting'}{what}; decide with: engram review decide "
           f"{args.topic} LEFT RIGHT VERDICT --home {shlex.quote(str(home.root))}")
     return 0
-
-
-def _shortened(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _review_decide(args: argparse.Namespace) -> int:
