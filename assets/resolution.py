@@ -37,6 +37,8 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
             "vetoed": summary.vetoed,
             "automatic_merges": summary.automatic,
             "judged": summary.judged,
+            "evidence_quoted": summary.evidence_quoted,
+            "evidence_reused": summary.evidence_reused,
             "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
         }
     )

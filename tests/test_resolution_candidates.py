@@ -155,6 +155,32 @@ def test_vault_evidence_sentences_contain_the_label_at_the_line_given(vault_tabl
     assert not any(e.text.startswith("title:") for e in postgres.right_evidence)  # prose, not front matter
 
 
+def test_evidence_quoted_before_is_reused_only_where_nothing_it_came_from_changed(vault_tables, vault_candidates):
+    # Issue 16: a build reuses the last run's evidence sentences of a key whose mention rows and documents did not
+    # change, and gives exactly what quoting every key again gives.
+    mentions, documents = vault_tables["mentions"], vault_tables["documents"]
+    vectors = _vectors(mentions)
+    first: dict = {}
+    assert find_candidates(mentions, documents, vectors, quoted=first) == vault_candidates
+    again: dict = {}
+    assert find_candidates(mentions, documents, vectors, known_evidence=first, quoted=again) == vault_candidates
+    assert again == first
+    # One document rewritten so that its sentences read differently: the keys it mentions are quoted again.
+    edited_doc = documents.loc[documents["path"] == "people/minji-park.md", "doc_id"].iloc[0]
+    changed = documents.copy()
+    changed.loc[changed["doc_id"] == edited_doc, "text"] = changed.loc[
+        changed["doc_id"] == edited_doc, "text"
+    ].str.replace("tech lead", "technical lead", regex=False)
+    stale = {key: (signature, ()) for key, (signature, _) in first.items()}  # wrong evidence, old signatures
+    fresh: dict = {}
+    expected = find_candidates(mentions, changed, vectors)
+    assert find_candidates(mentions, changed, vectors, known_evidence=stale, quoted=fresh) != expected
+    touched = {normalise_label(label) for label in mentions.loc[mentions["doc_id"] == edited_doc, "label"]}
+    assert {key for key in fresh if fresh[key][0] != first[key][0]} == touched & set(fresh)
+    recomputed = {key: item for key, item in first.items() if key not in touched}
+    assert find_candidates(mentions, changed, vectors, known_evidence=recomputed) == expected
+
+
 def test_candidates_frame_has_one_row_per_candidate_with_features(vault_candidates):
     frame = candidates_frame(vault_candidates)
     assert len(frame) == len(vault_candidates)

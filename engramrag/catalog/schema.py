@@ -29,9 +29,13 @@ Version 7 (issue 17, proposer and verifier) added ``supersession_model_reviews``
 proposal, what the optional model proposer said and what the independent verifier answered, with the checks on
 their quotes (``revise.model_review``). Created like the other tables when a writer opens an older catalog; readers
 of an older catalog find no model reviews (``revise.queue``).
+
+Version 8 (issue 16) added ``resolution_evidence``: each stable key's evidence sentences with the signature of what
+they were quoted from, so a build quotes again only the keys whose mentions or documents changed
+(``resolve.evidence.EvidenceFinder``). A catalog without it quotes every key once, as before.
 """
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -292,6 +296,13 @@ CREATE TABLE IF NOT EXISTS resolution_candidates (
     left_kind VARCHAR, right_kind VARCHAR, score DOUBLE NOT NULL, vetoed BOOLEAN NOT NULL, veto_reason VARCHAR,
     auto_merge BOOLEAN NOT NULL, reasons JSON, features JSON, left_evidence JSON, right_evidence JSON,
     judge_verdict VARCHAR, judge_reason VARCHAR
+);
+
+-- Resolution: each stable key's evidence sentences (a JSON list of {path, line, text}) and the signature of the
+-- mention rows and document texts they were quoted from. Refilled whole by ``lifecycle.resolution.refresh_candidates``
+-- with the keys the candidates used; a key whose signature is unchanged is not searched again.
+CREATE TABLE IF NOT EXISTS resolution_evidence (
+    entity_key VARCHAR PRIMARY KEY, signature VARCHAR NOT NULL, evidence JSON NOT NULL
 );
 
 -- Resolution: the merges the overlay did not make (a person's distinct verdict in the way, or a kind veto).

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import duckdb
 import numpy as np
@@ -23,6 +22,7 @@ from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
 from engramrag.resolve.clusters import Clustering, cluster
+from engramrag.resolve.evidence import evidence_from_json, evidence_json
 from engramrag.resolve.inputs import live_mentions, unknown_kinds
 from engramrag.resolve.keytable import key_kinds
 from engramrag.store import Home
@@ -45,6 +45,8 @@ class CandidateSummary:
     automatic: int
     judged: int = 0
     unknown_kinds: dict[str, int] = field(default_factory=dict)  # kind -> mentions compared as Concept
+    evidence_quoted: int = 0  # keys whose evidence sentences were searched for in their documents
+    evidence_reused: int = 0  # keys whose mentions and documents were unchanged: last run's evidence kept
 
 
 @dataclass
@@ -76,10 +78,24 @@ def refresh_candidates(
         documents = catalog.execute(
             "SELECT doc_id, path, text, front_matter FROM documents WHERE NOT gone ORDER BY path"
         ).df()
+        known = {
+            key: (signature, evidence_from_json(evidence))
+            for key, signature, evidence in catalog.execute(
+                "SELECT entity_key, signature, evidence FROM resolution_evidence"
+            ).fetchall()
+        }
     vectors = _key_vectors(home, embedder, mentions)
-    candidates = find_candidates(mentions, documents, vectors, candidate_config)
+    quoted: dict[str, tuple[str, tuple]] = {}
+    candidates = find_candidates(
+        mentions, documents, vectors, candidate_config, known_evidence=known, quoted=quoted
+    )
+    reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
     verdicts = judge([c for c in candidates if not c.vetoed and not c.auto_merge]) if judge else {}
     frame = _candidate_rows(candidates, verdicts)
+    evidence = pd.DataFrame(
+        [(key, signature, evidence_json(items)) for key, (signature, items) in sorted(quoted.items())],
+        columns=["entity_key", "signature", "evidence"],
+    )
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
         catalog.execute("DELETE FROM resolution_candidates")
@@ -89,6 +105,11 @@ def refresh_candidates(
                 f"INSERT INTO resolution_candidates ({', '.join(CANDIDATE_COLUMNS)}) SELECT * FROM candidate_rows"
             )
             catalog.unregister("candidate_rows")
+        catalog.execute("DELETE FROM resolution_evidence")
+        if len(evidence):
+            catalog.register("evidence_rows", evidence)
+            catalog.execute("INSERT INTO resolution_evidence SELECT entity_key, signature, evidence FROM evidence_rows")
+            catalog.unregister("evidence_rows")
         catalog.execute("COMMIT")
     return CandidateSummary(
         keys=mentions["label"].map(normalise_label).nunique() if len(mentions) else 0,
@@ -97,6 +118,8 @@ def refresh_candidates(
         automatic=sum(c.auto_merge and not c.vetoed for c in candidates),
         judged=len(verdicts),
         unknown_kinds=unknown_kinds(mentions),
+        evidence_quoted=len(quoted) - reused,
+        evidence_reused=reused,
     )
 
 
@@ -179,9 +202,6 @@ def _automatic_pairs(catalog: duckdb.DuckDBPyConnection) -> list[tuple[str, str,
 
 
 def _candidate_rows(candidates: list[Candidate], verdicts: dict[tuple[str, str], tuple[str, str]]) -> pd.DataFrame:
-    def evidence(items: Any) -> str:
-        return json.dumps([{"path": e.path, "line": e.line, "text": e.text} for e in items], ensure_ascii=False)
-
     rows = []
     for c in candidates:
         judged = verdicts.get((c.left_key, c.right_key))
@@ -200,7 +220,7 @@ def _candidate_rows(candidates: list[Candidate], verdicts: dict[tuple[str, str],
             (
                 c.left_key, c.right_key, c.left_label, c.right_label, c.left_kind, c.right_kind, float(c.score),
                 bool(c.vetoed), c.veto_reason, bool(c.auto_merge), json.dumps(list(c.reasons), ensure_ascii=False),
-                json.dumps(features), evidence(c.left_evidence), evidence(c.right_evidence),
+                json.dumps(features), evidence_json(c.left_evidence), evidence_json(c.right_evidence),
                 judged[0] if judged else None, judged[1] if judged else None,
             )
         )

@@ -122,6 +122,8 @@ def find_candidates(
     vectors: Mapping[str, np.ndarray] | None = None,
     config: CandidateConfig | None = None,
     custom_kinds: Mapping[str, str] | None = None,
+    known_evidence: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
+    quoted: dict[str, tuple[str, tuple[Evidence, ...]]] | None = None,
 ) -> list[Candidate]:
     """Candidate pairs of different stable keys, best first.
 
@@ -130,7 +132,9 @@ def find_candidates(
     ``documents``: doc_id, path, and optionally ``aliases`` (list) or ``front_matter`` (JSON or dict) for the
     declared aliases, and ``text`` for the evidence sentences. ``vectors``: one unit vector per stable key.
     ``custom_kinds`` declares custom kinds for rows without a ``core_kind``; a kind nothing declares is compared as
-    Concept (``resolve.inputs.unknown_kinds`` lists them), never an error.
+    Concept (``resolve.inputs.unknown_kinds`` lists them), never an error. ``known_evidence``: evidence an earlier
+    run quoted, per key with its signature (``EvidenceFinder``); ``quoted``, when given, receives every evidence
+    this run used, for the next.
     """
     config = config or CandidateConfig()
     table = build_key_table(mentions, documents, vectors, config.max_posting, custom_kinds)
@@ -145,10 +149,12 @@ def find_candidates(
         progress.advance()
     texts = document_texts(documents)
     if texts:
-        finder = EvidenceFinder(table.mentions, texts, config.evidence_per_side)
+        finder = EvidenceFinder(table.mentions, texts, config.evidence_per_side, known_evidence)
         found = [
             replace(c, left_evidence=finder.of(c.left_key), right_evidence=finder.of(c.right_key)) for c in found
         ]
+        if quoted is not None:
+            quoted.update(finder.quoted)
     return sorted(found, key=lambda c: (-c.score, c.vetoed, c.left_key, c.right_key))
 
 

@@ -7,6 +7,8 @@ person deciding whether two keys name one thing sees each used in context.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -37,23 +39,62 @@ def document_texts(documents: pd.DataFrame | None) -> dict[str, tuple[str, str]]
 
 
 class EvidenceFinder:
-    """Evidence per key, computed once per key and with each document's line offsets computed once."""
+    """Evidence per key, computed once per key and with each document's line offsets computed once.
+
+    ``known`` holds evidence quoted by an earlier run, per key with the signature of what it was quoted from (the
+    key's mention rows, the texts of their documents and the limit): a key whose signature is unchanged gets it
+    back instead of being searched again, which is exact because the evidence is a function of those alone. After
+    a run, ``quoted`` is every key asked for with its signature and evidence, for the next run."""
 
     def __init__(
         self,
         mentions: Mapping[str, list[tuple[str, str, int | None, int]]],
         texts: Mapping[str, tuple[str, str]],
         limit: int,
+        known: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
     ) -> None:
         self.mentions, self.texts, self.limit = mentions, texts, limit
+        self.known = known or {}
         self.offsets: dict[str, list[int]] = {}
-        self.found: dict[str, tuple[Evidence, ...]] = {}
+        self.text_hashes: dict[str, str] = {}
+        self.quoted: dict[str, tuple[str, tuple[Evidence, ...]]] = {}
+        self.reused = 0
 
     def of(self, key: str) -> tuple[Evidence, ...]:
         """The evidence sentences of ``key`` (see ``mention_evidence``)."""
-        if key not in self.found:
-            self.found[key] = mention_evidence(self.mentions.get(key, []), self.texts, self.limit, self.offsets)
-        return self.found[key]
+        if key not in self.quoted:
+            rows = self.mentions.get(key, [])
+            signature = self._signature(rows)
+            earlier = self.known.get(key)
+            if earlier is not None and earlier[0] == signature:
+                self.reused += 1
+                self.quoted[key] = earlier
+            else:
+                self.quoted[key] = (signature, mention_evidence(rows, self.texts, self.limit, self.offsets))
+        return self.quoted[key][1]
+
+    def _signature(self, rows: list[tuple[str, str, int | None, int]]) -> str:
+        digest = hashlib.blake2b(f"{self.limit}".encode(), digest_size=16)
+        for doc_id, label, first_line, count in rows:
+            digest.update(f"\x1f{doc_id}\x1e{label}\x1e{first_line}\x1e{count}\x1e{self._text_hash(doc_id)}".encode())
+        return digest.hexdigest()
+
+    def _text_hash(self, doc_id: str) -> str:
+        if doc_id not in self.text_hashes:
+            found = self.texts.get(doc_id)
+            text = "" if found is None else f"{found[0]}\x00{found[1]}"
+            digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+            self.text_hashes[doc_id] = "-" if found is None else digest
+        return self.text_hashes[doc_id]
+
+
+def evidence_json(items: tuple[Evidence, ...]) -> str:
+    """Evidence as the catalog stores it: a JSON list of {path, line, text}."""
+    return json.dumps([{"path": e.path, "line": e.line, "text": e.text} for e in items], ensure_ascii=False)
+
+
+def evidence_from_json(text: str) -> tuple[Evidence, ...]:
+    return tuple(Evidence(item["path"], int(item["line"]), item["text"]) for item in json.loads(text))
 
 
 def mention_evidence(
