@@ -3,6 +3,7 @@ its own developers (a superseded command, a beta parameter), and Ctrl-C ends it 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -21,17 +22,27 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for_ui(port: int, process: subprocess.Popen, timeout_s: float = 180.0) -> None:
+LOCATIONS = b'{"query": "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"}'
+
+
+def wait_for_ui(port: int, process: subprocess.Popen, timeout_s: float = 240.0) -> list[dict]:
+    """Wait until the UI answers and its code locations are loaded (the definitions, where the beta notice came
+    from); return the locations."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.poll() is None, "engram dev ended before the UI answered"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/graphql", data=LOCATIONS, headers={"Content-Type": "application/json"}
+        )
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"the Dagster UI did not answer on port {port} in {timeout_s:.0f} s")
+            with urllib.request.urlopen(request, timeout=5) as reply:
+                entries = json.loads(reply.read())["data"]["workspaceOrError"]["locationEntries"]
+            if entries and all(entry["loadStatus"] == "LOADED" for entry in entries):
+                return entries
+        except (OSError, KeyError, TypeError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"the Dagster UI did not load its code location on port {port} in {timeout_s:.0f} s")
 
 
 def test_engram_dev_serves_the_ui_quietly_and_stops_on_ctrl_c(tmp_path: Path) -> None:
@@ -43,12 +54,16 @@ def test_engram_dev_serves_the_ui_quietly_and_stops_on_ctrl_c(tmp_path: Path) ->
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment, start_new_session=True,
     )  # fmt: skip
     try:
-        wait_for_ui(port, process)
-        time.sleep(3)  # the code server has loaded the definitions (where the beta notice came from)
+        locations = wait_for_ui(port, process)
     finally:
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
-        output, _ = process.communicate(timeout=60)
-    assert process.returncode == 130, output
+        try:
+            output, _ = process.communicate(timeout=240)  # the webserver and code server end first
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            raise AssertionError(f"engram dev did not end within 240 s of Ctrl-C:\n{output}") from None
+    assert [entry["name"] for entry in locations] and process.returncode == 130, output
     assert f"Serving dagster-webserver on http://127.0.0.1:{port}" in output
     assert "Warning" not in output and "WARNING" not in output, output
     assert "Traceback" not in output, output
