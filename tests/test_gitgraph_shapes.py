@@ -292,3 +292,36 @@ def test_a_reader_that_leaves_early_gets_no_traceback(built) -> None:
         os.close(writer)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
     assert done.returncode == 141
+
+
+def test_a_commit_is_dated_by_when_it_entered_the_history_everywhere(tmp_path: Path) -> None:
+    # Issue 17, item 8: supersession went by the commit date while lists showed the author date. A rebased change
+    # written on 2026-02-01 and committed on 2026-03-15 now reads 2026-03-15 in both, its author date beside it.
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    first = NYGARD.format(number=1, title="Use Postgres", status="Accepted", context="A catalog.",
+                          decision="We will use Postgres.")  # fmt: skip
+    commit(root, "alice", "2026-01-10T10:00:00+00:00", "Record ADR 1", {"docs/adr/0001-use-postgres.md": first,
+                                                                        APP: "A = 1\n"})  # fmt: skip
+    files = {
+        "docs/adr/0001-use-postgres.md": first.replace("Accepted", "Superseded by ADR-0002"),
+        "docs/adr/0002-use-sqlite.md": NYGARD.format(number=2, title="Use SQLite", status="Accepted",
+                                                     context="Smaller.", decision="We use SQLite in `src/app.py`."),
+        APP: "A = 2\n",
+    }  # fmt: skip
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Move to SQLite", env={
+        **identity_with("Alice Kim", "alice@example.com", "2026-02-01"),
+        "GIT_COMMITTER_DATE": "2026-03-15T10:00:00+00:00"})  # fmt: skip
+    home = Home.at(tmp_path / "home")
+    ingest(root, home, progress=False)
+    found = disproven(home, root, "postgres")
+    given_up = [item for item in found["evidence"]["decisions"] if item["id"] in found["disproven"]]
+    assert [item["retired"]["date"][:10] for item in given_up] == ["2026-03-15"]
+    commits = why(home, root, APP)["evidence"]["commits"]
+    moved = next(item for item in commits if item["subject"] == "Move to SQLite")
+    assert moved["date"][:10] == "2026-03-15" and moved["authored"][:10] == "2026-02-01"

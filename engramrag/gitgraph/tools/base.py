@@ -138,8 +138,11 @@ def commits_by_sha(repo: Repo, shas: Iterable[str]) -> list[dict[str, Any]]:
 def commit_row(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "sha": row["sha"],
-        "date": iso(row["authored_at"]),
-        "committed": iso(row["committed_at"]),
+        # One date for a commit everywhere: when it entered the history (the commit date), which is what
+        # ancestry, "in force then" and supersession go by; a rebased or cherry-picked change keeps its
+        # author's date beside it.
+        "date": iso(row["committed_at"]),
+        "authored": iso(row["authored_at"]),
         "subject": row["subject"],
         "author": row["author_name"] or row["author_key"],
         "author_key": row["author_key"],
