@@ -204,3 +204,38 @@ def test_a_home_without_a_build_has_no_metrics_and_is_not_created(tmp_path: Path
     assert read_lifecycle_metrics(Home(missing)) is None
     assert not missing.exists()
     assert read_lifecycle_metrics(Home.at(tmp_path / "empty")) is None
+
+
+def test_the_metrics_tables_have_their_defined_columns_even_when_empty(built) -> None:
+    # Issue 16: the metrics step made each table from its frame, so an empty one (no model calls with the rules
+    # extractor) had NULL-typed columns. They are defined in catalog/schema.py; an older table is remade.
+    from engramrag.catalog.schema import METRICS_TABLES, metrics_table
+    from engramrag.lifecycle.metrics_tables import store_lifecycle_metrics
+    from engramrag.vault.config import VaultConfig
+
+    home, _, _ = built
+
+    def shapes() -> dict[str, list[tuple[str, str]]]:
+        with home.reading():
+            connection = duckdb.connect(str(home.catalog_path), read_only=True)
+            try:
+                return {
+                    name: [tuple(row) for row in connection.execute(
+                        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? "
+                        "ORDER BY ordinal_position", [metrics_table(name)]).fetchall()]
+                    for name in METRICS_TABLES
+                }  # fmt: skip
+            finally:
+                connection.close()
+
+    assert shapes() == {name: [tuple(c) for c in columns] for name, columns in METRICS_TABLES.items()}
+    with home.writing():
+        connection = duckdb.connect(str(home.catalog_path))
+        try:  # a table as the metrics step made it before: from an empty frame
+            connection.execute("DROP TABLE metrics_llm_runs")
+            connection.execute("CREATE TABLE metrics_llm_runs AS SELECT NULL AS run, NULL AS model WHERE false")
+        finally:
+            connection.close()
+    counts = store_lifecycle_metrics(home, VaultConfig(bucket_count=16))
+    assert counts["llm_runs"] == 0 and counts["build_runs"] == 2
+    assert shapes() == {name: [tuple(c) for c in columns] for name, columns in METRICS_TABLES.items()}

@@ -7,8 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
-from engramrag.catalog.schema import SCHEMA_VERSION, TABLES
+from engramrag.catalog.schema import METRICS_TABLES, SCHEMA_VERSION, TABLES, metrics_table
 from engramrag.store import Home
 
 
@@ -74,9 +75,42 @@ def has_column(catalog: duckdb.DuckDBPyConnection, table: str, column: str) -> b
     )
 
 
+def replace_rows(
+    catalog: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]], frame: pd.DataFrame
+) -> None:
+    """Replace every row of ``table`` (defined in ``catalog.schema`` with ``columns``) by ``frame``'s, each value
+    cast to its column's type. A frame without exactly the table's columns is refused, naming the difference."""
+    names = [name for name, _ in columns]
+    missing, unexpected = sorted(set(names) - set(frame.columns)), sorted(set(frame.columns) - set(names))
+    if missing or unexpected:
+        raise ValueError(f"{table}: the rows do not match the table's columns (missing {missing}, unexpected "
+                         f"{unexpected}); update its definition in engramrag/catalog/schema.py")  # fmt: skip
+    catalog.execute(f"DELETE FROM {table}")
+    if len(frame):
+        catalog.register("incoming_rows", frame[names])
+        cast = ", ".join(f'CAST("{name}" AS {kind})' for name, kind in columns)
+        catalog.execute(f"INSERT INTO {table} SELECT {cast} FROM incoming_rows")
+        catalog.unregister("incoming_rows")
+
+
 def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
+    _drop_reshaped_metrics(connection)
     # Every statement is CREATE ... IF NOT EXISTS, so a catalog from before a new table gains it here.
     connection.execute(TABLES)
+
+
+def _drop_reshaped_metrics(connection: duckdb.DuckDBPyConnection) -> None:
+    # Before version 9 the metrics step made these tables from its frames (an empty one gave NULL-typed columns):
+    # one whose columns differ from its definition is dropped, created as defined, and refilled by the next step.
+    for name, columns in METRICS_TABLES.items():
+        table = metrics_table(name)
+        found = connection.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? "
+            "ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        if found and [tuple(row) for row in found] != [tuple(column) for column in columns]:
+            connection.execute(f"DROP TABLE {table}")
 
 
 def _check_meta(connection: duckdb.DuckDBPyConnection, bucket_count: int) -> None:

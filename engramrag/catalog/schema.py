@@ -33,9 +33,13 @@ of an older catalog find no model reviews (``revise.queue``).
 Version 8 (issue 16) added ``resolution_evidence``: each stable key's evidence sentences with the signature of what
 they were quoted from, so a build quotes again only the keys whose mentions or documents changed
 (``resolve.evidence.EvidenceFinder``). A catalog without it quotes every key once, as before.
+
+Version 9 (issue 16) defined the ``metrics_*`` tables here, with fixed column types: the metrics step had made each
+with CREATE TABLE AS from its frame, so an empty frame gave NULL-typed columns. A writer drops an older
+``metrics_*`` table whose columns differ and creates it as defined; the next metrics step refills it.
 """
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
@@ -368,6 +372,50 @@ ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS reason VARCHAR;
 ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS decided_by VARCHAR;
 ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS declared_in VARCHAR;
 """
+
+# The lifecycle metrics (``metrics.lifecycle``), each refilled whole after every build by
+# ``lifecycle.metrics_tables``: one table per ``LifecycleMetrics`` field, in the field's column order.
+_RUN = [("run", "BIGINT"), ("run_id", "VARCHAR"), ("finished_at", "TIMESTAMP")]
+_LATENCY = [("p50_ms", "DOUBLE"), ("p95_ms", "DOUBLE"), ("latency_ms", "DOUBLE")]
+_CALLS = [("calls", "BIGINT"), ("requests", "BIGINT"), ("retries", "BIGINT"), ("failed_calls", "BIGINT"),
+          ("cache_hits", "BIGINT"), ("tokens_in", "BIGINT"), ("tokens_out", "BIGINT")]  # fmt: skip
+METRICS_TABLES: dict[str, list[tuple[str, str]]] = {
+    "build_runs": [*_RUN, ("documents", "INTEGER"), ("extracted", "INTEGER"), ("unchanged", "INTEGER"),
+                   ("failed", "INTEGER"), ("deleted", "INTEGER"), ("rejected", "INTEGER"), ("quads", "BIGINT"),
+                   ("statements", "BIGINT"), ("mode", "VARCHAR")],
+    "extraction_latency": [*_RUN, ("extractor", "VARCHAR"), ("documents", "BIGINT"), ("failed", "BIGINT"),
+                           ("p50_ms", "DOUBLE"), ("p95_ms", "DOUBLE"), ("mean_ms", "DOUBLE"), ("total_ms", "DOUBLE")],
+    "document_costs": [*_RUN, ("path", "VARCHAR"), ("status", "VARCHAR"), ("extractor", "VARCHAR"),
+                       ("model", "VARCHAR"), ("tokens_in", "INTEGER"), ("tokens_out", "INTEGER"),
+                       ("cost_usd", "DOUBLE"), ("cost_note", "VARCHAR")],
+    "run_costs": [*_RUN, ("documents", "BIGINT"), ("tokens_in", "BIGINT"), ("tokens_out", "BIGINT"),
+                  ("cost_usd", "DOUBLE"), ("cost_per_document_usd", "DOUBLE"), ("cost_note", "VARCHAR")],
+    "rebuild_times": [*_RUN, ("mode", "VARCHAR"), ("extracted", "INTEGER"), ("failed", "INTEGER"),
+                      ("extraction_seconds", "DOUBLE"), ("seconds_per_document", "DOUBLE")],
+    "store_sizes": [("store", "VARCHAR"), ("bytes", "BIGINT"), ("mebibytes", "DOUBLE")],
+    "llm_runs": [*_RUN, ("model", "VARCHAR"), ("documents", "BIGINT"), ("failed_documents", "BIGINT"),
+                 ("unlocated_quotes", "BIGINT"), *_CALLS, *_LATENCY, ("cost_usd", "DOUBLE"),
+                 ("cost_per_document_usd", "DOUBLE"), ("cost_note", "VARCHAR")],
+    "llm_documents": [*_RUN, ("path", "VARCHAR"), ("model", "VARCHAR"), ("prompt_version", "VARCHAR"),
+                      ("status", "VARCHAR"), ("error", "VARCHAR"), ("unlocated_quotes", "INTEGER"),
+                      ("segments", "INTEGER"), *_CALLS, *_LATENCY, ("cost_usd", "DOUBLE"), ("cost_note", "VARCHAR")],
+    "failures": [("kind", "VARCHAR"), ("path", "VARCHAR"), ("reason", "VARCHAR"), ("message", "VARCHAR"),
+                 ("run_id", "VARCHAR"), ("run", "BIGINT"), ("occurred_at", "TIMESTAMP"), ("still_failing", "BOOLEAN")],
+}  # fmt: skip
+
+
+def metrics_table(name: str) -> str:
+    return f"metrics_{name}"
+
+
+def _column_list(columns: list[tuple[str, str]]) -> str:
+    return ", ".join('"' + name + '" ' + kind for name, kind in columns)
+
+
+TABLES += "".join(
+    f"CREATE TABLE IF NOT EXISTS {metrics_table(name)} ({_column_list(columns)});\n"
+    for name, columns in METRICS_TABLES.items()
+)
 
 # Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has
 # no meta rows yet (the connection writes them with SCHEMA_VERSION), so this changes nothing there.

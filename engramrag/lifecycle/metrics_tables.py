@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, replace_rows
+from engramrag.catalog.schema import METRICS_TABLES, metrics_table
 from engramrag.metrics.lifecycle import load_prices, read_lifecycle_metrics
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -21,9 +22,9 @@ def store_lifecycle_metrics(home: Home, config: VaultConfig, prices_file: str | 
         return {}
     counts = {}
     with catalog_writer(home, config.bucket_count) as catalog:
+        catalog.execute("BEGIN")
         for name, frame in metrics.tables().items():
-            catalog.register("metrics_frame", frame)
-            catalog.execute(f"CREATE OR REPLACE TABLE metrics_{name} AS SELECT * FROM metrics_frame")
-            catalog.unregister("metrics_frame")
+            replace_rows(catalog, metrics_table(name), METRICS_TABLES[name], frame)
             counts[name] = len(frame)
+        catalog.execute("COMMIT")
     return counts
