@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.schema import METRICS_TABLES, SCHEMA_VERSION, TABLES, metrics_table
+from engramrag.catalog.schema import METRICS_DEFINED_IN, METRICS_TABLES, SCHEMA_VERSION, TABLES, metrics_table
 from engramrag.store import Home
 
 
@@ -94,9 +94,20 @@ def replace_rows(
 
 
 def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
-    _drop_reshaped_metrics(connection)
+    version = _schema_version(connection)
+    if version is not None and version < METRICS_DEFINED_IN:
+        _drop_reshaped_metrics(connection)
     # Every statement is CREATE ... IF NOT EXISTS, so a catalog from before a new table gains it here.
     connection.execute(TABLES)
+
+
+def _schema_version(connection: duckdb.DuckDBPyConnection) -> int | None:
+    """The version the catalog was brought to, or None for a new one (one cheap query: writers open it often)."""
+    try:
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.CatalogException:
+        return None
+    return int(row[0]) if row and str(row[0]).isdigit() else None
 
 
 def _drop_reshaped_metrics(connection: duckdb.DuckDBPyConnection) -> None:

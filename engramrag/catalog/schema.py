@@ -40,6 +40,7 @@ with CREATE TABLE AS from its frame, so an empty frame gave NULL-typed columns. 
 """
 
 SCHEMA_VERSION = 9
+METRICS_DEFINED_IN = 9  # a catalog below this version may hold metrics_* tables made from frames
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
 NEEDS_EXTRACTION = "(extracted_hash IS DISTINCT FROM body_hash OR extractor IS DISTINCT FROM ?)"
