@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import Any
 
 import openai
 
+from engramrag.extract.llm.prompt import reply_json
 from engramrag.messages import one_line
 from engramrag.resolve.candidates import Candidate
 
@@ -30,7 +30,6 @@ VERDICTS: tuple[str, ...] = ("same", "distinct", "related", "broader", "narrower
 ENV = {"base_url": "ENGRAM_LLM_BASE_URL", "model": "ENGRAM_LLM_MODEL", "api_key": "ENGRAM_LLM_API_KEY"}
 ENABLE_ENV = "ENGRAM_LLM_JUDGE"  # the server settings may serve an LLM extractor too; the judge is its own choice
 MAX_REASON = 500
-FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
 
 SYSTEM_PROMPT = (
     "You review entity-resolution candidates from a team's Markdown notes. Decide whether name A and name B "
@@ -197,15 +196,10 @@ def judge_messages(candidate: Candidate) -> list[dict[str, str]]:
 def parse_verdict(content: str) -> tuple[str, str, bool]:
     """(verdict, reason, malformed) from a model's answer; anything but one valid JSON object with a known verdict
     is ``unsure`` and malformed, with what was wrong as the reason."""
-    text = FENCE.sub("", content.strip())
     try:
-        answer = json.loads(text)
+        answer = reply_json(content)
     except ValueError:
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            answer = json.loads(text[start : end + 1]) if 0 <= start < end else None
-        except ValueError:
-            answer = None
+        answer = None
     if not isinstance(answer, dict):
         return "unsure", f"malformed answer (not a JSON object): {one_line(content)}", True
     verdict = answer.get("verdict")

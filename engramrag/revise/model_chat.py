@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 import openai
 
 from engramrag.extract.llm.config import LLMConfig, env_name
-from engramrag.extract.llm.prompt import validate
+from engramrag.extract.llm.prompt import reply_json, validate
 from engramrag.gitgraph.grounding import Failure, quote_failures
 from engramrag.messages import one_line
 from engramrag.revise.supersession import DecisionSide
@@ -36,7 +35,6 @@ SERVER_ANSWERED = "server-answered"
 ANSWER_FORMAT = "answer-format"
 PROPOSER_PROPOSES = "proposer-proposes"
 VERIFIER_CONFIRMS = "verifier-confirms"
-FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
 FORMAT_WORDS = ("response_format", "json_object", "json_schema", "structured")
 
 
@@ -190,15 +188,10 @@ class ModelChat:
 def json_object(content: str, schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The one JSON object in a reply (code fences and prose around it tolerated) when it fits ``schema``, else
     None and what is wrong."""
-    text = FENCE.sub("", (content or "").strip())
     try:
-        answer = json.loads(text)
+        answer = reply_json(content or "")
     except ValueError:
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            answer = json.loads(text[start : end + 1]) if 0 <= start < end else None
-        except ValueError:
-            answer = None
+        answer = None
     if not isinstance(answer, dict):
         return None, f"the answer is not one JSON object: {one_line(content)!r}"
     problems = validate(answer, dict(schema))

@@ -141,22 +141,33 @@ class MalformedReply(ValueError):
     """A reply that is not one JSON object of the answer's shape; the message says what is wrong with it."""
 
 
+def reply_json(content: str) -> Any:
+    """The JSON value in a model's reply: the whole text without code fences, else the span from its first "{" to
+    its last "}" (prose around one object, as plain-text servers add); the whole text's ValueError when neither
+    parses. The one rule for every caller that reads a JSON answer (extraction, the judge, the supersession
+    reviews, Ask)."""
+    text = FENCE.sub("", content.strip())
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        start, end = text.find("{"), text.rfind("}")
+        if 0 <= start < end:
+            try:
+                return json.loads(text[start : end + 1])
+            except ValueError:
+                pass
+        raise error
+
+
 def parse_reply(content: str | None) -> dict[str, Any]:
     """The answer in a reply, checked against the schema, or MalformedReply. Code fences and prose around one
     object are tolerated (plain-text servers add them); a missing top-level list counts as empty."""
     if content is None or not content.strip():
         raise MalformedReply("the reply was empty")
-    text = FENCE.sub("", content.strip())
     try:
-        answer = json.loads(text)
+        answer = reply_json(content)
     except ValueError as error:
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            answer = json.loads(text[start : end + 1]) if 0 <= start < end else None
-        except ValueError:
-            answer = None
-        if answer is None:
-            raise MalformedReply(f"not valid JSON ({error.__class__.__name__}: {error})") from error
+        raise MalformedReply(f"not valid JSON ({error.__class__.__name__}: {error})") from error
     if not isinstance(answer, dict):
         raise MalformedReply(f"expected a JSON object, got {type(answer).__name__}")
     for section in SECTIONS:

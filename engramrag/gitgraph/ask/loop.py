@@ -14,14 +14,13 @@ a failure), and the whole run is kept in :class:`AskResult` (events, messages, t
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from engramrag.extract.llm.config import LLMConfig, env_name
-from engramrag.extract.llm.prompt import FENCE, validate
+from engramrag.extract.llm.prompt import reply_json, validate
 from engramrag.gitgraph.ask.tools_schema import ToolOutcome, call_tool, parse_arguments, tool_schemas
 from engramrag.gitgraph.ask.verify import ANSWER_SCHEMA, verify
 from engramrag.gitgraph.grounding import Verdict
@@ -131,17 +130,10 @@ def parse_answer(content: str | None) -> dict[str, Any]:
     """The final answer in a reply (code fences and prose around one object tolerated), or MalformedAnswer."""
     if content is None or not content.strip():
         raise MalformedAnswer("the reply was empty")
-    text = FENCE.sub("", content.strip())
     try:
-        value = json.loads(text)
+        value = reply_json(content)
     except ValueError as error:
-        start, end = text.find("{"), text.rfind("}")
-        try:
-            value = json.loads(text[start : end + 1]) if 0 <= start < end else None
-        except ValueError:
-            value = None
-        if value is None:
-            raise MalformedAnswer(f"not valid JSON ({type(error).__name__}: {error})") from error
+        raise MalformedAnswer(f"not valid JSON ({type(error).__name__}: {error})") from error
     if not isinstance(value, dict):
         raise MalformedAnswer(f"expected a JSON object, got {type(value).__name__}")
     value.setdefault("citations", [])
