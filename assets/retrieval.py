@@ -69,6 +69,8 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "seconds": round(summary.seconds, 2),
             "neighbours_recomputed": summary.neighbours_recomputed,
             "neighbours_kept": summary.neighbours_kept,
+            "notes_cut": summary.notes_cut,
+            "notes_reused": summary.notes_reused,
             "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}

@@ -302,3 +302,23 @@ def test_scores_a_leg_cannot_tell_apart_share_a_rank() -> None:
     legs = {"notes": {"whole": 2.0, "short": 1.3}, "graph": {"short": 0.0471, "whole": 0.0464}}
     fused = fuse(legs, {"notes": 1.0, "graph": 1.0}, 60, tolerance={"graph": 0.05})
     assert fused["whole"] > fused["short"]
+
+
+def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp_path) -> None:
+    from engramrag.retrieve.body_terms import BodyTerms
+    from engramrag.retrieve.lexical import terms
+    from engramrag.retrieve.note_bm25 import note_terms
+
+    texts = ["Minji owns the Grafana dashboards.", "박민지는 배포를 맡는다.", "Gone after this build."]
+    first = BodyTerms.load(None)
+    hashes, cut, stems = first.of(texts)
+    assert (first.cut, first.reused) == (3, 0)
+    assert cut == [terms(text) for text in texts] and stems == [note_terms(text) for text in texts]
+    first.save(tmp_path, hashes[:2])
+
+    second = BodyTerms.load(tmp_path)
+    assert len(second.known) == 2  # the gone text's terms were not kept
+    edited = ["Minji owns the Grafana dashboards.", "박민지는 배포와 알림을 맡는다."]
+    _, again, again_stems = second.of(edited)
+    assert (second.cut, second.reused) == (1, 1)
+    assert again == [terms(text) for text in edited] and again_stems == [note_terms(text) for text in edited]

@@ -32,6 +32,7 @@ from engramrag.embed.base import Embedder
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.progress import Progress
+from engramrag.retrieve.body_terms import BodyTerms
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
@@ -64,6 +65,8 @@ class IndexSummary:
     seconds: float
     neighbours_recomputed: int = 0  # labels whose nearest neighbours were searched among all labels
     neighbours_kept: int = 0  # labels whose lists were kept from the previous index (only new labels compared)
+    notes_cut: int = 0  # notes whose text was cut into terms (new or changed since the previous index)
+    notes_reused: int = 0  # notes whose terms were read from the previous index
 
 
 def build_retrieval_index(
@@ -86,7 +89,11 @@ def build_retrieval_index(
     progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
     progress.advance()
-    graph = _assemble(tables, vectors, index_config, _previous_neighbours(current, embedder, index_config))
+    # A change to how notes are cut into terms bumps FORMAT, so cached terms are never read across it.
+    body_terms = BodyTerms.load(current if current and _format_of(current) == FORMAT else None)
+    graph = _assemble(
+        tables, vectors, index_config, _previous_neighbours(current, embedder, index_config), body_terms
+    )
     progress.advance()
     version = f"{time.strftime('%Y%m%dT%H%M%S')}-{fingerprint[:12]}"
     target = home.ppr_path / version
@@ -94,6 +101,7 @@ def build_retrieval_index(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     _write(staging, graph, embedder)
+    body_terms.save(staging, graph["body_hashes"])
     manifest = {
         "format": FORMAT,
         "fingerprint": fingerprint,
@@ -112,7 +120,7 @@ def build_retrieval_index(
     update = graph["neighbours"]
     return IndexSummary(
         version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started,
-        update.recomputed, update.kept,
+        update.recomputed, update.kept, body_terms.cut, body_terms.reused,
     )
 
 
@@ -167,6 +175,10 @@ def _previous_neighbours(
     with np.load(folder / NEIGHBOURS) as stored:
         neighbours = Neighbours(stored["indices"], stored["similarities"])
     return neighbours, keys, np.load(folder / ENTITY_VECTORS)
+
+
+def _format_of(folder: Path) -> int | None:
+    return json.loads((folder / "manifest.json").read_text()).get("format")
 
 
 def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
@@ -254,7 +266,9 @@ def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> di
     stored = VectorStore.for_home(home, embedder).label_vectors()
     return {
         (doc, key): stored[label]
-        for doc, key, label in zip(entities["doc_id"], entities["entity_key"], entities["label"], strict=True)
+        for doc, key, label in zip(
+            entities["doc_id"].tolist(), entities["entity_key"].tolist(), entities["label"].tolist(), strict=True
+        )
         if label in stored
     }
 
@@ -264,23 +278,26 @@ def _assemble(
     vectors: dict[tuple[str, str], np.ndarray],
     config: IndexConfig,
     previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
+    body_terms: BodyTerms | None = None,
 ) -> dict[str, Any]:
-    # Object columns: iterating Arrow-backed strings row by row costs more than the loops' own work.
-    entities, statements = tables["entities"].astype(object), tables["statements"].astype(object)
+    # Plain lists: iterating Arrow-backed strings row by row costs more than the loops' own work.
+    statements = tables["statements"].astype(object)
     passages = tables["passages"]
     # A mention's node is its stable key (normalised label), or the cluster the resolution overlay put it in.
-    cluster_of = dict(zip(tables["clusters"]["entity_key"], tables["clusters"]["cluster_key"], strict=True))
-    stable_keys = entities["label"].map(normalise_label)
-    entities = entities.assign(node_key=stable_keys.map(lambda key: cluster_of.get(key, key)))
-    entities = entities[entities["node_key"] != ""]
-    node_keys = sorted(set(entities["node_key"]))
+    cluster_of = dict(
+        zip(tables["clusters"]["entity_key"].tolist(), tables["clusters"]["cluster_key"].tolist(), strict=True)
+    )
+    columns = [tables["entities"][name].tolist() for name in ("doc_id", "entity_key", "label", "kind", "mentions")]
+    mention_rows = [
+        (*row, node_key)
+        for row in zip(*columns, strict=True)
+        if (node_key := cluster_of.get(stable := normalise_label(row[2]), stable)) != ""
+    ]
+    node_keys = sorted({row[5] for row in mention_rows})
     node_of_key = {key: i for i, key in enumerate(node_keys)}
     entity_count = len(node_keys)
-    node_of_mention = {
-        (doc, key): node_of_key[node_key]
-        for doc, key, node_key in zip(entities["doc_id"], entities["entity_key"], entities["node_key"], strict=True)
-    }
-    passage_node = {doc: entity_count + i for i, doc in enumerate(passages["doc_id"])}
+    node_of_mention = {(doc, key): node_of_key[node_key] for doc, key, *_, node_key in mention_rows}
+    passage_node = {doc: entity_count + i for i, doc in enumerate(passages["doc_id"].tolist())}
 
     labels: dict[int, Counter[str]] = {}
     kinds: dict[int, Counter[str]] = {}
@@ -295,13 +312,13 @@ def _assemble(
         edges[key] = edges.get(key, 0.0) + weight
 
     documents_of: dict[int, set[str]] = {}
-    for doc, node_key in zip(entities["doc_id"], entities["node_key"], strict=True):
+    for doc, *_, node_key in mention_rows:
         if doc in passage_node:
             documents_of.setdefault(node_of_key[node_key], set()).add(doc)
     specificity = [
         node_specificity(len(documents_of.get(node, ())), len(passage_node)) for node in range(entity_count)
     ]
-    for doc, key, label, kind, count, node_key in entities.itertuples(index=False):
+    for doc, key, label, kind, count, node_key in mention_rows:
         node = node_of_key[node_key]
         labels.setdefault(node, Counter())[label] += 1
         kinds.setdefault(node, Counter())[kind] += 1
@@ -357,8 +374,9 @@ def _assemble(
     ]
     label_terms = {term for wordings in term_lists for listed in wordings for term in listed}
     bodies = passages["body"].tolist()
-    body_terms = [terms(text) for text in bodies]  # once, for the label terms' idf and the notes' BM25
-    frequency = _document_frequency(body_terms, label_terms)
+    # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
+    body_hashes, note_terms, note_stems = (body_terms or BodyTerms()).of(bodies)
+    frequency = _document_frequency(note_terms, label_terms)
     return {
         "entity_count": entity_count,
         "node_keys": node_keys,
@@ -383,7 +401,8 @@ def _assemble(
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
         "document_supersessions": tables["document_supersessions"],
-        "notes": NoteIndex.build(bodies, body_terms),
+        "notes": NoteIndex.build(bodies, note_stems),
+        "body_hashes": body_hashes,
     }
 
 

@@ -88,11 +88,9 @@ class NoteIndex:
         self.notes = notes
 
     @classmethod
-    def build(cls, texts: Sequence[str], text_terms: Sequence[Sequence[str]] | None = None) -> NoteIndex:
-        """The index of ``texts``; ``text_terms``: their :func:`terms` when the caller has them already."""
-        tokens = [stemmed(listed) for listed in text_terms] if text_terms is not None else [
-            note_terms(text) for text in texts
-        ]
+    def build(cls, texts: Sequence[str], tokens: Sequence[Sequence[str]] | None = None) -> NoteIndex:
+        """The index of ``texts``; ``tokens``: their :func:`note_terms` when the caller has them already."""
+        tokens = list(tokens) if tokens is not None else [note_terms(text) for text in texts]
         frequency: Counter[str] = Counter()
         for listed in tokens:
             frequency.update(set(listed))
