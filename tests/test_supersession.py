@@ -265,3 +265,23 @@ def test_decision_keys_and_config_help():
     strict = SupersessionConfig(min_title_similarity=0.9)
     titles = {(p.earlier.title, p.later.title) for p in _propose(_tables(), strict)}
     assert titles == set()
+
+
+def test_the_applying_step_reads_the_proposals_the_build_stored_and_recomputes_rows_from_before_them(built):
+    from engramrag.lifecycle.revision import stored_proposals
+    from engramrag.vault.config import VaultConfig
+
+    home, tables = built
+    config = VaultConfig()
+    computed = propose_supersessions(tables["decisions"], tables["documents"], tables["statements"], tables["entities"])
+    assert computed and stored_proposals(home, config) == computed
+    with duckdb.connect(str(home.catalog_path)) as catalog:  # a row written before schema 10 had no document ids
+        catalog.execute("UPDATE supersession_candidates SET later_doc_id = NULL WHERE rowid = 0")
+    try:
+        assert stored_proposals(home, config) is None
+    finally:
+        with duckdb.connect(str(home.catalog_path)) as catalog:
+            catalog.execute(
+                "UPDATE supersession_candidates SET later_doc_id = ? WHERE rowid = 0", [computed[0].later.doc_id]
+            )
+    assert stored_proposals(home, config) == computed

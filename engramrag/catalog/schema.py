@@ -37,9 +37,13 @@ they were quoted from, so a build quotes again only the keys whose mentions or d
 Version 9 (issue 16) defined the ``metrics_*`` tables here, with fixed column types: the metrics step had made each
 with CREATE TABLE AS from its frame, so an empty frame gave NULL-typed columns. A writer drops an older
 ``metrics_*`` table whose columns differ and creates it as defined; the next metrics step refills it.
+
+Version 10 (issue 16) gave ``supersession_candidates`` each side's ``doc_id`` and ``entity_key``, so the step that
+applies accepted supersessions reads the proposals the step before it wrote instead of computing them a second time
+(``lifecycle.revision.stored_proposals``). Rows written before have them NULL and are computed again, once.
 """
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 METRICS_DEFINED_IN = 9  # a catalog below this version may hold metrics_* tables made from frames
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
@@ -234,7 +238,8 @@ CREATE TABLE IF NOT EXISTS supersession_candidates (
     earlier_status VARCHAR, later_status VARCHAR, earlier_line_start INTEGER, earlier_line_end INTEGER,
     later_line_start INTEGER, later_line_end INTEGER, earlier_quote VARCHAR, later_quote VARCHAR,
     score DOUBLE, same_day BOOLEAN, explicit BOOLEAN, title_similarity DOUBLE,
-    subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[], declared_in VARCHAR
+    subject_similarity DOUBLE, shared_subjects VARCHAR[], reasons VARCHAR[], declared_in VARCHAR,
+    earlier_doc_id VARCHAR, later_doc_id VARCHAR, earlier_entity_key VARCHAR, later_entity_key VARCHAR
 );
 
 -- Revision: the optional model review of the inferred supersession proposals (``revise.model_review``), refilled by
@@ -372,6 +377,10 @@ ALTER TABLE documents ADD COLUMN IF NOT EXISTS date_source VARCHAR;
 ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS reason VARCHAR;
 ALTER TABLE supersessions ADD COLUMN IF NOT EXISTS decided_by VARCHAR;
 ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS declared_in VARCHAR;
+ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS earlier_doc_id VARCHAR;
+ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS later_doc_id VARCHAR;
+ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS earlier_entity_key VARCHAR;
+ALTER TABLE supersession_candidates ADD COLUMN IF NOT EXISTS later_entity_key VARCHAR;
 """
 
 # The lifecycle metrics (``metrics.lifecycle``), each refilled whole after every build by

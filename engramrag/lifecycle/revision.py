@@ -29,6 +29,7 @@ from engramrag.revise.model_chat import ModelReviewConfig
 from engramrag.revise.model_review import COLUMNS as REVIEW_COLUMNS
 from engramrag.revise.model_review import CONFIRMED, ModelReview, ReviewSummary, model_agent, review_proposals
 from engramrag.revise.supersession import (
+    DecisionSide,
     SupersessionConfig,
     SupersessionProposal,
     proposals_frame,
@@ -42,7 +43,8 @@ PROPOSAL_COLUMNS = [
     "earlier_key", "later_key", "earlier_path", "later_path", "earlier_title", "later_title", "earlier_decided_on",
     "later_decided_on", "earlier_status", "later_status", "earlier_line_start", "earlier_line_end",
     "later_line_start", "later_line_end", "earlier_quote", "later_quote", "score", "same_day", "explicit",
-    "title_similarity", "subject_similarity", "shared_subjects", "reasons", "declared_in",
+    "title_similarity", "subject_similarity", "shared_subjects", "reasons", "declared_in", "earlier_doc_id",
+    "later_doc_id", "earlier_entity_key", "later_entity_key",
 ]  # fmt: skip
 
 
@@ -101,7 +103,9 @@ def apply_supersessions(
     states it, a confirmation to the model (``model:NAME``). The model review (by default configured from the
     environment, ``ModelReviewConfig.from_env``) runs first, outside the catalog's lock, into
     ``supersession_model_reviews``; with the review off that table is emptied."""
-    proposals, _ = _proposals(home, config, supersession_config)
+    proposals = None if supersession_config is not None else stored_proposals(home, config)
+    if proposals is None:
+        proposals, _ = _proposals(home, config, supersession_config)
     reviews, review_summary = _review(home, config, proposals, review_config)
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     accepted = [v for v in verdicts.values() if v.verdict == "accept"]
@@ -171,6 +175,44 @@ def apply_supersessions(
     return AppliedSummary(
         len(accepted), len(applied), len(quads), len(removed), dormant, declared, verified, review_summary
     )
+
+
+def stored_proposals(home: Home, config: VaultConfig) -> list[SupersessionProposal] | None:
+    """The proposals ``refresh_supersession_candidates`` last wrote, in its order (it runs before this step in
+    every build, or was skipped because its inputs were unchanged), or None when a row predates schema 10 and lacks
+    its sides' document ids (the caller computes them again)."""
+    with catalog_writer(home, config.bucket_count) as catalog:
+        columns = ", ".join(PROPOSAL_COLUMNS)
+        frame = catalog.execute(f"SELECT {columns} FROM supersession_candidates ORDER BY rowid").df()
+    if frame[["earlier_doc_id", "later_doc_id", "earlier_entity_key", "later_entity_key"]].isna().any().any():
+        return None
+    frame = frame.astype(object).where(frame.notna(), None)
+    return [_proposal(row) for row in frame.to_dict("records")]
+
+
+def _proposal(row: Mapping[str, object]) -> SupersessionProposal:
+    def side(name: str) -> DecisionSide:
+        def value(field_name: str) -> object:
+            return row[f"{name}_{field_name}"]
+
+        line_start, line_end = value("line_start"), value("line_end")
+        return DecisionSide(
+            key=str(value("key")), doc_id=str(value("doc_id")), path=str(value("path")),
+            entity_key=str(value("entity_key")), title=str(value("title")), decided_on=value("decided_on"),
+            status=value("status"), line_start=None if line_start is None else int(line_start),
+            line_end=None if line_end is None else int(line_end), quote=str(value("quote") or ""),
+        )  # fmt: skip
+
+    return SupersessionProposal(
+        earlier=side("earlier"), later=side("later"), score=float(row["score"]), same_day=bool(row["same_day"]),
+        explicit=bool(row["explicit"]), title_similarity=float(row["title_similarity"]),
+        subject_similarity=float(row["subject_similarity"]), shared_subjects=_strings(row["shared_subjects"]),
+        reasons=_strings(row["reasons"]), declared_in=row["declared_in"],
+    )  # fmt: skip
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return () if value is None else tuple(str(item) for item in value)  # a list column reads as an array
 
 
 def _review(
