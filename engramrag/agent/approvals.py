@@ -240,13 +240,21 @@ def approve_note(
     note: str = "",
     config: VaultConfig | None = None,
     now: datetime | None = None,
+    expected_state: str | None = None,
 ) -> dict[str, Any]:
     """Approve the held note's current version: mark its front matter approved and record the new bytes.
 
     The file write and the approval row share one decisions-store transaction, and the file is re-read
     inside it, so a note that changed after it was read is refused rather than approved unseen.
+    ``expected_state`` is the state of the bytes the person was shown; other bytes are refused.
     """
     operator, moment, config, current = _verdict_on_held_note(home, vault, path, operator, config, now, "approve")
+    if expected_state is not None and current.state != expected_state:
+        raise Refused(
+            "changed-since",
+            f"{current.path} changed since it was shown (shown {expected_state}, now {current.state}); look at it "
+            "again (`engram agent notes`) and approve what you see now.",
+        )
     if current.error is not None:
         raise Refused("note", f"{current.path} cannot be approved as it is: {current.error}")
     edit = Edit(fields={"status": APPROVED, "approved_by": operator, "approved_at": _iso(moment)})
