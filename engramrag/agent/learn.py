@@ -33,6 +33,7 @@ from engramrag.agent.note_checks import (
     agent_author,
     check_title_free,
     find_quote,
+    require_a_quote,
     similar_notes,
     source_entries,
     verify_source,
@@ -81,6 +82,7 @@ def learn(
     pending = check_title_free(home, root, title, config, moment)
     entries = source_entries(sources)
     checked = tuple(verify_source(root, home, entry, index, config) for index, entry in enumerate(entries, 1))
+    require_a_quote(checked)
     content = render_note(title, body, agent_author(agent), moment, checked)
     if len(content.encode("utf-8")) > config.max_file_bytes:
         raise LearnRefused(

@@ -80,7 +80,7 @@ def find_quote(text: str, quote: str) -> int | None:
 
 
 def source_entries(sources: Any) -> list[tuple[str, str | None, Any]]:
-    """(path, quote, stated line) of each source; LearnRefused unless there is at least one long-enough quote."""
+    """(path, quote, stated line) of each source; LearnRefused for a malformed source or a too-short quote."""
     if isinstance(sources, str | bytes | Mapping) or not isinstance(sources, Sequence) or not sources:
         raise LearnRefused(
             "source",
@@ -104,13 +104,18 @@ def source_entries(sources: Any) -> list[tuple[str, str | None, Any]]:
                 f"{MIN_QUOTE_CHARS} characters, so it would match almost anywhere; quote the sentence that says it.",
             )
         entries.append((source["path"], quote, source.get("line")))
-    if not any(quote for _, quote, _ in entries):
+    return entries
+
+
+def require_a_quote(sources: Sequence[Source]) -> None:
+    """LearnRefused unless at least one verified source carries a quote: a note no quote ties to its sources
+    gives a reviewer nothing to check."""
+    if not any(source.quote for source in sources):
         raise LearnRefused(
             "quote",
             f"no source carries a quote; quote at least one source verbatim ({MIN_QUOTE_CHARS} characters or more) "
             "so a reviewer can check the note against it.",
         )
-    return entries
 
 
 def verify_source(
@@ -264,8 +269,7 @@ def check_agent_note(
         raise LearnRefused("author", f"{relative_path} names no author; write author: {expected}.")
     check_title_free(home, root, document.title, config, now or datetime.now(UTC), exclude=relative_path)
     entries = source_entries(front.get("sources"))
-    for index, entry in enumerate(entries, 1):
-        verify_source(root, home, entry, index, config)
+    require_a_quote([verify_source(root, home, entry, index, config) for index, entry in enumerate(entries, 1)])
 
 
 def _front(raw: bytes | None) -> dict[str, Any]:
@@ -330,6 +334,7 @@ __all__ = [
     "find_quote",
     "pending_learns",
     "quote_status",
+    "require_a_quote",
     "similar_notes",
     "source_entries",
     "verify_source",

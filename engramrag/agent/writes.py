@@ -157,11 +157,13 @@ def _propose(
     window = Window(moment, moment + timedelta(seconds=policy.window_s), policy.version)
     write_policy.remember(home, policy.version, policy.text, moment)
     try:
-        domain = policy.rules.domain_for(destination.relative_path, domain)
-        domain.check(fields, sections, destination.relative_path)
-        if approvals.in_agent_folder(destination.relative_path):
-            note_checks.check_agent_note(home, root, destination.relative_path, prior, new, arguments["agent"],
-                                         now=moment)
+        if policy.mode != READ_ONLY:  # read-only refuses every write below, whatever it holds
+            domain = policy.rules.domain_for(destination.relative_path, domain)
+            domain.check(fields, sections, destination.relative_path)
+            if approvals.in_agent_folder(destination.relative_path):
+                note_checks.check_agent_note(
+                    home, root, destination.relative_path, prior, new, arguments["agent"], now=moment
+                )
     except Refused as refusal:
         _record_refused_proposal(home, arguments, policy, destination.as_row(), domain, window, summary, diff,
                                  refusal, moment)
