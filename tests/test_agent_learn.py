@@ -112,7 +112,8 @@ def test_refusals_name_the_check_and_write_nothing(home, vault, tmp_path):
         ("source", [], "needs sources"),
         ("quote", ["notes/beta.md", {"path": "notes/alpha.md", "quote": "latency stayed below 40 ms"}],
          "source 2 (notes/alpha.md)"),
-        ("quote", [{"path": "notes/alpha.md", "quote": "orion gateway was chosen by Alpha"}], "does not appear verbatim"),
+        ("quote", [{"path": "notes/alpha.md", "quote": "orion gateway was chosen by Alpha"}],
+         "does not appear verbatim"),
         ("quote", [{"path": "notes/alpha.md", "quote": "O"}], "shorter than 20 characters"),
         ("quote", [{"path": "notes/alpha.md", "quote": "Orion Gateway"}], "shorter than 20 characters"),
         ("quote", ["notes/alpha.md", "notes/beta.md"], "no source carries a quote"),
@@ -157,7 +158,8 @@ def test_a_held_agent_note_cannot_be_cited_as_a_source(home, vault):
         learn_trusted(home, vault, "Beta rollout", sources=[first.path])
     assert refused.value.check == "source" and "no person has approved" in str(refused.value)
     approvals.approve_note(home, vault, first.path, "Minji Park")
-    assert learn_trusted(home, vault, "Beta rollout", sources=[first.path, BETA_QUOTE]).path == "learned/beta-rollout.md"
+    again = learn_trusted(home, vault, "Beta rollout", sources=[first.path, BETA_QUOTE])
+    assert again.path == "learned/beta-rollout.md"
 
 
 def test_approve_reject_and_the_exact_bytes_rule(home, vault):

@@ -34,10 +34,10 @@ from engramrag.messages import one_line
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.errors import DocumentRejected
-from engramrag.vault.markdown import AGENT_AUTHOR, normalised_text, parse_document
+from engramrag.vault.markdown import AGENT_AUTHOR, AUTHOR_KEYS, normalised_text, parse_document
 
 MIN_QUOTE_CHARS = 20
-AUTHOR_KEYS = ("author", "authors", "작성자")
+
 
 
 class LearnRefused(Refused):
