@@ -246,7 +246,7 @@ def test_held_notes_stay_out_of_a_real_build_until_approved(tmp_path, home, vaul
     build()
     assert documents() == {"notes/alpha.md", "notes/beta.md", "notes/gamma.md"}
     assert set(held()) == {pending, forged}
-    assert f"run `engram agent approve {pending}`" in held()[pending]
+    assert f"`engram agent approve {pending} --hash HASH`" in held()[pending]
     with pytest.raises(LearnRefused) as duplicate:
         learn_trusted(home, vault, "alpha project")
     assert {"path": "notes/alpha.md", "title": "Alpha Project", "where": "catalog"} in duplicate.value.existing

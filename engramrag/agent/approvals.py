@@ -71,8 +71,9 @@ def held_message(relative_path: str, approved_before: bool = False) -> str:
     """What the sync records for a held note: why it is not in the graph and how a person lets it in."""
     why = "changed since a person approved it and waits" if approved_before else "is an agent's note waiting"
     return (
-        f"{relative_path} {why} for a person's approval: run `engram agent approve {relative_path}` or use the "
-        "dashboard's Agent writes page"
+        f"{relative_path} {why} for a person's approval: run `engram agent note {relative_path}` and approve the "
+        f"version shown with `engram agent approve {relative_path} --hash HASH`, or use the dashboard's Agent "
+        "writes page"
     )
 
 

@@ -133,9 +133,10 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
     def learn(title: str, body: str, sources: list[dict[str, str]]) -> dict[str, Any]:
         """Record something you verified as a note in learned/.
 
-        `sources` is a list of {"path": vault-relative path, "quote": exact text from it}. Refused when a note
-        with a similar title exists (it is offered instead), a source is missing, or a quote is not verbatim in
-        its source. The note stays out of the graph until a person approves it.
+        `sources` is a list of {"path": vault-relative path, "quote": exact text from it}; at least one quote of
+        20 characters or more. Refused when a note with a similar title exists (it is offered instead), a source is
+        missing, or a quote is not verbatim in its source. `write` and `edit` into learned/ pass the same checks.
+        The note stays out of the graph until a person approves it.
         """
         return call(lambda: workspace.learn(title, body, sources))
 

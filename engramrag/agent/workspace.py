@@ -127,7 +127,8 @@ class Workspace:
             "path": result.path,
             "checks": list(result.checks),
             **_outcome(result.outcome),
-            "extraction": "held until a person approves the note (engram agent approve PATH, or the dashboard)",
+            "extraction": "held until a person approves the note (engram agent notes, then engram agent approve "
+            "PATH --hash HASH, or the dashboard)",
         }
 
     def remember_procedure(self, text: str, kind: str, sources: list[str]) -> dict[str, Any]:
