@@ -203,6 +203,8 @@ def _card(home: Home, vault: Path | None, identity: str | None, row: dict[str, A
         scope = "unconstrained" if row["domain_unconstrained"] else (
             "fields " + (", ".join(domain.get("fields", [])) or "none")
             + "; sections " + (", ".join(domain.get("sections", [])) or "none"))
+        if domain.get("confirmers"):
+            scope += "; only " + ", ".join(domain["confirmers"]) + " may approve"
         st.markdown(
             f"**Agent** `{row['agent']}` · **path** `{row['relative_path']}` · **file was** "
             f"`{_short(row['prior_state'])}`  \n"

@@ -20,8 +20,9 @@ The format::
         confirmers: [dana]     # optional: only these people may approve writes here
 
 With a policy file, a path no rule matches is not writable by agents at all, and a rule that allows nothing
-refuses too: a policy is a list of what is allowed. A call may narrow its domain further (``--allow-field``,
-the MCP ``allow_fields``) but never widen it.
+refuses too: a policy is a list of what is allowed. ``learn`` writes whole new notes into ``learned/``, so a
+policy that keeps it needs a rule such as ``{paths: ["learned/**"], fields: ["*"], sections: ["*"]}``. A call
+may narrow its domain further (``--allow-field``, the MCP ``allow_fields``) but never widen it.
 """
 
 from __future__ import annotations

@@ -133,9 +133,9 @@ class Workspace:
 
     def remember_procedure(self, text: str, kind: str, sources: list[str]) -> dict[str, Any]:
         """Propose a procedure for procedural memory; it always waits for a person, whatever the mode."""
-        pending = procedures.propose_procedure(
-            self.home, self.vault, text, kind, self.config.agent, sources, self.policy()
-        )
+        policy = self.policy()
+        write_policy.remember(self.home, policy.version, policy.text)  # the row names it; keep what it names
+        pending = procedures.propose_procedure(self.home, self.vault, text, kind, self.config.agent, sources, policy)
         return _outcome(pending)
 
     def procedures(self) -> dict[str, Any]:
