@@ -133,15 +133,13 @@ def check_still_allowed(
         now_allowed = current.domain_for(relative_path)
     except Refused as refusal:
         raise Refused("policy", f"the write policy changed since this was proposed: {refusal}") from refusal
-    if now_allowed.unconstrained:
-        pass
-    elif bound.unconstrained:
+    if not now_allowed.unconstrained and bound.unconstrained:
         raise Refused(
             "policy",
             f"the write policy changed since this was proposed: {relative_path} now allows only fields "
             f"{sorted(now_allowed.fields)} and sections {sorted(now_allowed.sections)}; propose the write again.",
         )
-    else:
+    if not now_allowed.unconstrained:
         try:
             narrow(now_allowed, FieldDomain(bound.fields, bound.sections), relative_path)
         except Refused as refusal:
