@@ -207,6 +207,20 @@ def test_an_approval_rechecks_the_quotes_against_the_sources_now(home, vault, ca
     assert refusal["reason"].startswith("quote: ")
 
 
+def test_an_agent_cannot_name_a_person_as_author_anywhere(home, vault, capsys) -> None:
+    plan = vault / "notes" / "plan.md"
+    code, _, error = run(capsys, home, vault, "write", "notes/claim.md", "---\nauthor: Minji Park\n---\n# Claim\n",
+                         "--agent", "agent:test")
+    assert code == 1 and "claimed_author" in error and not (vault / "notes" / "claim.md").exists()
+    code, _, error = run(capsys, home, vault, "edit", "notes/plan.md", "--field", "author=Minji Park")
+    assert code == 1 and plan.read_text(encoding="utf-8") == PLAN
+    rows = confirmations.confirmations(home)
+    assert [(row["status"], row["operator"]) for row in rows] == [("refused", "policy:author")] * 2
+    assert all(row["last_refusal"].startswith("author: ") for row in rows)
+    code, pending, _ = run(capsys, home, vault, "edit", "notes/plan.md", "--field", "claimed_author=Minji Park")
+    assert code == 0 and pending["status"] == "pending"
+
+
 def test_the_build_records_a_claimed_author_not_the_persons_authorship(home, vault) -> None:
     (vault / "learned").mkdir()
     (vault / "learned" / "kestrel.md").write_text(

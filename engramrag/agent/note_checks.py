@@ -254,22 +254,27 @@ def check_agent_note(
     except DocumentRejected as rejection:
         raise LearnRefused("body", f"{relative_path} cannot be read as a note: {rejection.message}") from None
     front, _ = split_document(new.decode("utf-8"))
-    prior_front = _front(prior)
-    claimed = [key for key in AUTHOR_KEYS if key in front and front.get(key) != prior_front.get(key)]
-    expected = agent_author(agent)
-    for key in claimed:
-        if front.get(key) != expected:
-            raise LearnRefused(
-                "author",
-                f"{relative_path} says {key}: {one_line(front.get(key), 60)!r}, but an agent wrote it; a note in "
-                f"{config.agent_folder}/ carries its agent as author ({key}: {expected}). Put a person's name "
-                "under claimed_author.",
-            )
+    check_author(relative_path, prior, new, agent)
     if prior is None and not any(key in front for key in AUTHOR_KEYS):
-        raise LearnRefused("author", f"{relative_path} names no author; write author: {expected}.")
+        raise LearnRefused("author", f"{relative_path} names no author; write author: {agent_author(agent)}.")
     check_title_free(home, root, document.title, config, now or datetime.now(UTC), exclude=relative_path)
     entries = source_entries(front.get("sources"))
     require_a_quote([verify_source(root, home, entry, index, config) for index, entry in enumerate(entries, 1)])
+
+
+def check_author(relative_path: str, prior: bytes | None, new: bytes, agent: str) -> None:
+    """Refuse an agent write that sets or changes an author field to anyone but the agent itself, anywhere in the
+    vault: the build would record it as that person's authorship. A person's name goes under ``claimed_author``."""
+    front, prior_front = _front(new), _front(prior)
+    expected = agent_author(agent)
+    for key in AUTHOR_KEYS:
+        if key in front and front.get(key) != prior_front.get(key) and front.get(key) != expected:
+            raise LearnRefused(
+                "author",
+                f"{relative_path} would say {key}: {one_line(front.get(key), 60)!r}, but an agent writes it; an "
+                f"agent's note carries the agent as author ({key}: {expected}). Put a person's name under "
+                "claimed_author.",
+            )
 
 
 def _front(raw: bytes | None) -> dict[str, Any]:
@@ -330,6 +335,7 @@ __all__ = [
     "Source",
     "agent_author",
     "check_agent_note",
+    "check_author",
     "check_title_free",
     "find_quote",
     "pending_learns",

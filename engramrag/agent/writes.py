@@ -164,6 +164,8 @@ def _propose(
                 note_checks.check_agent_note(
                     home, root, destination.relative_path, prior, new, arguments["agent"], now=moment
                 )
+            else:
+                note_checks.check_author(destination.relative_path, prior, new, arguments["agent"])
     except Refused as refusal:
         _record_refused_proposal(home, arguments, policy, destination.as_row(), domain, window, summary, diff,
                                  refusal, moment)
