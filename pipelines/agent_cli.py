@@ -77,11 +77,27 @@ def add_commands(commands: Any) -> None:
     rewind.add_argument("--json", action="store_true")
     rewind.set_defaults(handler=_rewind)
 
-    notes = actions.add_parser("notes", help="Learned notes waiting for a person's approval.")
+    notes = actions.add_parser(
+        "notes", help="Learned notes waiting for approval: full text, each quote checked now, the hash to approve."
+    )
     _home(notes)
     _vault(notes)
     notes.add_argument("--json", action="store_true")
-    notes.set_defaults(handler=_notes)
+    notes.set_defaults(handler=_notes, path=None)
+    one = actions.add_parser("note", help="One held learned note as `notes` shows it.")
+    one.add_argument("path", help="The note's vault-relative path, e.g. learned/some-note.md.")
+    _home(one)
+    _vault(one)
+    one.add_argument("--json", action="store_true")
+    one.set_defaults(handler=_notes)
+
+    shown = actions.add_parser("policy", help="The write policy in force: where it is read from, its rules, version.")
+    _home(shown)
+    _vault(shown)
+    _agent_settings(shown)
+    shown.add_argument("--version", dest="policy_version", help="Print the policy text a row's version names.")
+    shown.add_argument("--json", action="store_true")
+    shown.set_defaults(handler=_policy)
     for name, text in (
         ("approve", "Approve a learned note: it joins the graph on the next build."),
         ("reject", "Reject a learned note: it stays out of the graph."),
@@ -89,6 +105,11 @@ def add_commands(commands: Any) -> None:
         verdict = actions.add_parser(name, help=text)
         verdict.add_argument("path", help="The note's vault-relative path, e.g. learned/some-note.md.")
         verdict.add_argument("--note", default="", help="Why (kept with the approval).")
+        if name == "approve":
+            verdict.add_argument(
+                "--hash", required=True, dest="shown_hash",
+                help="The hash `engram agent notes` printed for the version you read; other bytes are refused.",
+            )
         _operator(verdict)
         _home(verdict)
         _vault(verdict)
@@ -134,7 +155,8 @@ def _tool_commands(actions: Any) -> None:
     write = actions.add_parser("write", help="Propose creating or replacing a note (pending confirmation).")
     write.add_argument("path")
     write.add_argument("content", help="The new content, or @FILE.")
-    _tool(write, lambda ws, a: ws.write(a.path, _text(a.content)))
+    _narrowing(write)
+    _tool(write, lambda ws, a: ws.write(a.path, _text(a.content), _domain(a)))
 
     edit = actions.add_parser("edit", help="Propose front-matter and section changes (pending confirmation).")
     edit.add_argument("path")
@@ -143,10 +165,12 @@ def _tool_commands(actions: Any) -> None:
         "--section", action="append", default=[], metavar="HEADING=TEXT|@FILE",
         help="Replace the text under a heading (the heading stays).",
     )
+    _narrowing(edit)
     _tool(edit, lambda ws, a: ws.edit(
         a.path,
         _assignments(a.field, "--field takes NAME=VALUE", _yaml_value),
         _assignments(a.section, "--section takes HEADING=TEXT (or HEADING=@FILE)", _text),
+        _domain(a),
     ))
 
     learn = actions.add_parser("learn", help="Record a verified note in learned/ (held until approved).")
@@ -287,26 +311,96 @@ def _rewind(args: argparse.Namespace) -> int:
 
 
 def _notes(args: argparse.Namespace) -> int:
-    from engramrag.agent import approvals
+    from engramrag.agent import note_review
 
-    rows = approvals.pending_notes(Home.at(args.home), _require_vault(args))
+    rows = note_review.pending_notes(Home.at(args.home), _require_vault(args))
+    if args.path is not None:
+        wanted = args.path.strip().lstrip("./")
+        rows = [row for row in rows if row["path"] == wanted]
+        if not rows:
+            raise LookupError(f"{wanted} is not a learned note waiting for approval; see `engram agent notes`")
     if args.json:
         _print_json(rows)
         return 0
     if not rows:
         print("no learned notes wait for approval")
     for row in rows:
-        print(f"{row['path']}  {row.get('title', '')}  by {row.get('author', '?')}  sources: "
-              + ", ".join(str(source.get("path", source)) for source in row.get("sources") or []))
+        print(f"=== {row['path']}  {row.get('title', '')!r}  by {row.get('author') or '?'}")
+        print(f"    hash {row['hash']}")
+        for index, source in enumerate(row["sources"], 1):
+            verdict = {True: "verbatim in the source now", False: "NOT verbatim in the source now",
+                       None: "not quoted"}[source["verbatim"]]
+            problem = f" ({source['problem']})" if source.get("problem") and source["verbatim"] is not None else ""
+            where = f"{source['path']}:{source['found_line']}" if source.get("found_line") else source["path"]
+            print(f"    source {index}: {where}: {verdict}{problem}")
+            if source.get("quote"):
+                print(f"        {_escaped(str(source['quote']))!s}")
+        print("    --- the note, exactly as it is on disk ---")
+        for line in row["body"].splitlines():
+            print(f"    | {_escaped(line)}")
+        print("    ---")
+        if row["quote_problem"]:
+            print(f"    cannot be approved: {row['quote_problem']}")
+        else:
+            print(f"    approve this version: engram agent approve {row['path']} --hash {row['hash']} --by NAME")
+    return 0
+
+
+def _escaped(text: str) -> str:
+    """Control characters shown as escapes, so a note cannot rewrite what the terminal displays."""
+    return "".join(ch if ch == "\t" or ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from engramrag.agent import policy
+
+    home = Home.at(args.home)
+    if args.policy_version:
+        recorded = policy.recorded(home, args.policy_version)
+        if recorded is None:
+            raise LookupError(f"no policy version {args.policy_version} is recorded in this home")
+        if args.json:
+            _print_json(recorded)
+        else:
+            print(json.dumps(recorded, indent=2, ensure_ascii=False))
+        return 0
+    workspace = _workspace(args)
+    current = workspace.policy()
+    rules = current.rules
+    described = {
+        "version": current.version,
+        "source": rules.source,
+        "file": rules.file,
+        "mode": current.mode,
+        "window_s": current.window_s,
+        "trusted_paths": list(current.trusted_paths),
+        "confirmers": list(rules.confirmers) or "any person",
+        "rules": [
+            {"paths": list(rule.paths), "fields": sorted(rule.fields), "sections": sorted(rule.sections),
+             "confirmers": list(rule.confirmers) or "policy default"}
+            for rule in rules.rules
+        ],
+    }
+    if args.json:
+        _print_json(described)
+    else:
+        print(f"policy {current.version} ({rules.source}{': ' + str(rules.file) if rules.file else ''})")
+        if rules.built_in:
+            print("  no policy file: every path is writable, unconstrained, any person confirms")
+        for rule in described["rules"]:
+            print(f"  {', '.join(rule['paths'])}: fields {rule['fields'] or 'none'}; sections "
+                  f"{rule['sections'] or 'none'}; confirmers {rule['confirmers']}")
     return 0
 
 
 def _note_verdict(args: argparse.Namespace) -> int:
-    from engramrag.agent import approvals
+    from engramrag.agent import approvals, note_review
 
     home, vault = Home.at(args.home), _require_vault(args)
-    verdict = approvals.approve_note if args.approve else approvals.reject_note
-    result = verdict(home, vault, args.path, args.by, args.note)
+    if args.approve:
+        result = note_review.approve_note(home, vault, args.path, args.by, args.shown_hash, args.note)
+    else:
+        result = approvals.reject_note(home, vault, args.path, args.by, args.note)
     if args.json:
         _print_json(result)
     else:
@@ -392,6 +486,25 @@ def _yaml_value(value: str) -> Any:
     import yaml
 
     return yaml.safe_load(value)
+
+
+def _narrowing(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-field", action="append", default=[], metavar="NAME",
+        help="Allow only these front-matter fields to change (repeatable); never more than the write policy allows.",
+    )
+    parser.add_argument(
+        "--allow-section", action="append", default=[], metavar="HEADING",
+        help="Allow only these sections to change (repeatable); never more than the write policy allows.",
+    )
+
+
+def _domain(args: argparse.Namespace) -> Any:
+    from engramrag.agent.domains import FieldDomain
+
+    if not args.allow_field and not args.allow_section:
+        return None
+    return FieldDomain(frozenset(args.allow_field), frozenset(args.allow_section))
 
 
 def _sources(items: list[str]) -> list[dict[str, str]]:

@@ -48,10 +48,10 @@ def test_rewind_restores_exact_bytes_and_is_recorded(home, vault):
 
 
 def test_rewind_removes_a_file_the_agent_created(home, vault):
-    done = write(home, vault, "learned/new.md", "# New\n")
-    assert (vault / "learned" / "new.md").exists()
+    done = write(home, vault, "drafts/new.md", "# New\n")
+    assert (vault / "drafts" / "new.md").exists()
     rewind(home, vault, done.checkpoint_id, "alice")
-    assert not (vault / "learned" / "new.md").exists()
+    assert not (vault / "drafts" / "new.md").exists()
     assert (vault / "notes" / "plan.md").read_bytes() == ORIGINAL
 
 

@@ -98,7 +98,8 @@ def test_learn_waits_for_approval_then_joins_the_graph(
     [waiting] = cli(capsys, home, vault, "notes")
     assert waiting["path"] == learned["path"] and waiting["sources"][0]["line"] == 7
 
-    cli(capsys, home, vault, "approve", learned["path"], "--by", "dana")
+    assert "Kestrel is hosted on Orion Gateway." in waiting["body"] and waiting["sources"][0]["verbatim"] is True
+    cli(capsys, home, vault, "approve", learned["path"], "--by", "dana", "--hash", waiting["hash"])
     assert cli(capsys, home, vault, "notes") == []
     assert run_build(home, vault).success
     assert learned["path"] in live_paths(home)

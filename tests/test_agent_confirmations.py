@@ -196,10 +196,10 @@ def test_read_only_refuses_every_write_and_records_it(home, vault):
 def test_trusted_path_writes_at_once_recorded_and_checkpointed(home, vault):
     from engramrag.agent.checkpoints import checkpoints
 
-    policy = Policy(mode="trusted-paths", trusted_paths=("learned/",))
-    done = propose_write(home, vault, "learned/fact.md", "# Fact\n", "agent:test", policy=policy)
+    policy = Policy(mode="trusted-paths", trusted_paths=("drafts/",))
+    done = propose_write(home, vault, "drafts/fact.md", "# Fact\n", "agent:test", policy=policy)
     assert isinstance(done, Executed)
-    assert (vault / "learned" / "fact.md").read_text() == "# Fact\n"
+    assert (vault / "drafts" / "fact.md").read_text() == "# Fact\n"
     [row] = confirmations.confirmations(home)
     assert (row["status"], row["operator"], row["checkpoint_id"]) == (
         "executed",

@@ -21,7 +21,8 @@ APP = REPOSITORY / "dashboards" / "app.py"
 PAGE = "views/agent_writes.py"
 VAULT_KEY = "engram_agent_vault"
 REVIEWER = "Test Reviewer"
-PLAN = "---\nstatus: draft\n---\n# Plan\n\nFirst draft.\n"
+PLAN = "---\nstatus: draft\n---\n# Plan\n\nFirst draft of the plan.\n"
+QUOTE = "First draft of the plan."
 CONTENT = "---\nstatus: draft\n---\n# Plan\n\nSecond draft, by the agent.\n\n## Risks\n\n- none yet\n"
 
 
@@ -190,7 +191,7 @@ def learn_a_note(home: Home, vault: Path, monkeypatch: pytest.MonkeyPatch) -> tu
     learn = pytest.importorskip("engramrag.agent.learn")
     pytest.importorskip("engramrag.agent.approvals")
     result = learn.learn(home, vault, "Plan drafts", "The plan is still a first draft.\n",
-                         [{"path": "notes/plan.md", "quote": "First draft."}], "agent:test")
+                         [{"path": "notes/plan.md", "quote": QUOTE}], "agent:test")
     assert isinstance(result.outcome, Pending) and not (vault / result.path).exists()
     app = open_page(monkeypatch, home)
     assert any("No learned note waits" in caption.value for caption in app.caption)
@@ -206,8 +207,10 @@ def test_a_learned_note_is_listed_with_its_sources_and_approved(
     app, path = learn_a_note(home, vault, monkeypatch)
     assert f"approve-note-{path}" in button_keys(app) and f"reject-note-{path}" in button_keys(app)
     assert any(markdown.value == "#### Plan drafts" for markdown in app.markdown)
-    assert any(markdown.value == "Source `notes/plan.md:6`" for markdown in app.markdown)  # the quote's line
-    assert "First draft." in [code.value for code in app.code if code.language == "markdown"]
+    assert any(markdown.value.startswith("Source `notes/plan.md:6` · :green[verbatim in the source now]")
+               for markdown in app.markdown)  # the quote's line, checked against the source as it is now
+    shown = [code.value for code in app.code if code.language == "markdown"]
+    assert QUOTE in shown and (vault / path).read_text(encoding="utf-8").rstrip("\n") in shown  # the whole note
 
     app.text_input(key=f"note-reason-{path}").set_value("checked against the plan").run()
     app.button(key=f"approve-note-{path}").click().run()
@@ -220,6 +223,25 @@ def test_a_learned_note_is_listed_with_its_sources_and_approved(
     assert any(f"Approved {path}" in success.value for success in app.success)
     assert f"approve-note-{path}" not in button_keys(app)
     assert approvals.pending_notes(home, vault) == []
+
+
+def test_approving_a_note_that_changed_after_it_was_shown_is_refused(
+    home: Home, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    approvals = pytest.importorskip("engramrag.agent.approvals")
+    note_review = pytest.importorskip("engramrag.agent.note_review")
+    app, path = learn_a_note(home, vault, monkeypatch)
+    shown = (vault / path).read_bytes()
+    swapped = shown.replace(b"still a first draft", b"final and approved by the board")
+    (vault / path).write_bytes(swapped)  # the agent (or anyone) rewrites it after the page rendered it
+    app.button(key=f"approve-note-{path}").click().run()
+    assert not app.exception
+    assert any("changed since it was shown" in error.value for error in app.error)
+    assert approvals.approvals(home) == [] and (vault / path).read_bytes() == swapped
+    [refusal] = note_review.refusals(home, path)
+    assert refusal["reason"].startswith("changed-since:") and refusal["operator"] == REVIEWER
+    assert refusal["current_state"] != refusal["shown_state"]
+    assert any(swapped.decode().rstrip("\n") == code.value for code in app.code)  # it shows the new version
 
 
 def test_rejecting_a_learned_note_keeps_it_held_and_unchanged(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -204,6 +203,8 @@ def _card(home: Home, vault: Path | None, identity: str | None, row: dict[str, A
         scope = "unconstrained" if row["domain_unconstrained"] else (
             "fields " + (", ".join(domain.get("fields", [])) or "none")
             + "; sections " + (", ".join(domain.get("sections", [])) or "none"))
+        if domain.get("confirmers"):
+            scope += "; only " + ", ".join(domain["confirmers"]) + " may approve"
         st.markdown(
             f"**Agent** `{row['agent']}` · **path** `{row['relative_path']}` · **file was** "
             f"`{_short(row['prior_state'])}`  \n"
@@ -289,7 +290,7 @@ def _workspace(root: str, vault: str) -> Any:
 def _learned(home: Home, vault: Path | None, operator: str) -> None:
     st.subheader("Learned notes waiting for approval")
     try:
-        from engramrag.agent import approvals
+        from engramrag.agent import note_review
     except ImportError as error:
         st.caption(f"Learned-note approval is not available in this installation ({error}).")
         return
@@ -297,7 +298,7 @@ def _learned(home: Home, vault: Path | None, operator: str) -> None:
         st.caption("Type the vault folder in the sidebar to list the learned notes waiting in it.")
         return
     try:
-        notes = approvals.pending_notes(home, vault)
+        notes = note_review.pending_notes(home, vault)
     except (OSError, ValueError, DecisionsStoreError, StoreBusy) as error:
         st.warning(f"The learned notes cannot be read: {error}")
         return
@@ -327,30 +328,41 @@ def _note_card(home: Home, vault: Path, note: dict[str, Any], operator: str) -> 
         if not sources:
             st.caption("No sources given.")
         for source in sources:
-            if isinstance(source, dict):
-                line = f":{source['line']}" if source.get("line") else ""
-                st.markdown(f"Source `{source.get('path')}{line}`")
-                if source.get("quote"):
-                    st.code(str(source["quote"]), language="markdown", wrap_lines=True)
-            else:
-                st.markdown(f"Source `{source}`")
+            line = f":{source['found_line']}" if source.get("found_line") else ""
+            verdict = {True: ":green[verbatim in the source now]", False: ":red[**not verbatim in the source now**]",
+                       None: "not quoted: nothing was checked"}[source.get("verbatim")]
+            problem = source.get("problem") if source.get("verbatim") is not None else None
+            st.markdown(f"Source `{source.get('path')}{line}` · {verdict}"
+                        + (f" · :red[{escape_markdown(str(problem))}]" if problem else ""))
+            if source.get("quote"):
+                st.code(str(source["quote"]), language="markdown", wrap_lines=True)
+        with st.expander("The whole note, exactly as it is on disk", expanded=True):
+            st.code(note.get("body", ""), language="markdown", wrap_lines=True)
+        st.caption(f"Approving approves exactly these bytes: `{note.get('hash')}`. If the note changes before you "
+                   "press the button, the approval is refused and the page shows the new version.")
+        if note.get("quote_problem"):
+            st.error(f"This note cannot be approved: {note['quote_problem']}")
         reason = st.text_input("Why (optional, kept with the verdict)", key=f"note-reason-{path}")
         with st.container(horizontal=True, gap="small"):
             st.button("Approve note", key=f"approve-note-{path}", icon=":material/check:",
-                      disabled=not operator or bool(note.get("error")),
+                      disabled=not operator or bool(note.get("error")) or bool(note.get("quote_problem")),
                       help="The note enters the graph at the next build.",
-                      on_click=_judge_note, args=(str(home.root), str(vault), path, True, operator, reason))
+                      on_click=_judge_note,
+                      args=(str(home.root), str(vault), path, True, operator, reason, str(note.get("hash"))))
             st.button("Reject note", key=f"reject-note-{path}", icon=":material/close:",
                       disabled=not operator or bool(note.get("rejected")),
                       help="The note stays out of the graph; the file is left as it is.",
-                      on_click=_judge_note, args=(str(home.root), str(vault), path, False, operator, reason))
+                      on_click=_judge_note, args=(str(home.root), str(vault), path, False, operator, reason, ""))
 
 
-def _judge_note(root: str, vault: str, path: str, approve: bool, operator: str, reason: str) -> None:
+def _judge_note(root: str, vault: str, path: str, approve: bool, operator: str, reason: str, shown: str) -> None:
+    """``shown`` is the hash of the bytes the card rendered: the approval binds those, not what is on disk later."""
     try:
         workspace = _workspace(root, vault)
-        judge: Callable[..., Any] = workspace.approve_note if approve else workspace.reject_note
-        judge(path, operator, reason)
+        if approve:
+            workspace.approve_note(path, operator, reason, shown)
+        else:
+            workspace.reject_note(path, operator, reason)
     except (ImportError, RuntimeError, ValueError, OSError, DecisionsStoreError) as error:  # Refused is a RuntimeError
         confirm(f"Nothing was recorded for {path}: {error}", ok=False)
         return

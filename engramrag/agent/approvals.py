@@ -71,8 +71,9 @@ def held_message(relative_path: str, approved_before: bool = False) -> str:
     """What the sync records for a held note: why it is not in the graph and how a person lets it in."""
     why = "changed since a person approved it and waits" if approved_before else "is an agent's note waiting"
     return (
-        f"{relative_path} {why} for a person's approval: run `engram agent approve {relative_path}` or use the "
-        "dashboard's Agent writes page"
+        f"{relative_path} {why} for a person's approval: run `engram agent note {relative_path}` and approve the "
+        f"version shown with `engram agent approve {relative_path} --hash HASH`, or use the dashboard's Agent "
+        "writes page"
     )
 
 
@@ -240,13 +241,21 @@ def approve_note(
     note: str = "",
     config: VaultConfig | None = None,
     now: datetime | None = None,
+    expected_state: str | None = None,
 ) -> dict[str, Any]:
     """Approve the held note's current version: mark its front matter approved and record the new bytes.
 
     The file write and the approval row share one decisions-store transaction, and the file is re-read
     inside it, so a note that changed after it was read is refused rather than approved unseen.
+    ``expected_state`` is the state of the bytes the person was shown; other bytes are refused.
     """
     operator, moment, config, current = _verdict_on_held_note(home, vault, path, operator, config, now, "approve")
+    if expected_state is not None and current.state != expected_state:
+        raise Refused(
+            "changed-since",
+            f"{current.path} changed since it was shown (shown {expected_state}, now {current.state}); look at it "
+            "again (`engram agent notes`) and approve what you see now.",
+        )
     if current.error is not None:
         raise Refused("note", f"{current.path} cannot be approved as it is: {current.error}")
     edit = Edit(fields={"status": APPROVED, "approved_by": operator, "approved_at": _iso(moment)})

@@ -177,6 +177,7 @@ def decide(home: Home, confirmation_id: str, approve: bool, operator: str, now: 
             )
         if approve:
             check_window(current, moment)
+            check_confirmer(current, operator)
         row = connection.execute(
             f"UPDATE agent_confirmations SET status = ?, operator = ?, decided_at = ? WHERE id = ? "
             f"RETURNING {_COLUMNS}",
@@ -198,6 +199,26 @@ def check_window(confirmation: Confirmation, now: datetime) -> None:
             "window",
             f"confirmation {confirmation.id} expired at {confirmation.expires_at} (policy "
             f"{confirmation.policy_version}); propose the write again and decide it within its window.",
+        )
+
+
+def confirmer_allowed(operator: str, confirmers: Any) -> bool:
+    """Whether ``operator`` is one of ``confirmers`` (empty: any person may); a name with a note in parentheses
+    after it ("Dana (MCP elicitation via X)") counts as that name."""
+    if not confirmers:
+        return True
+    name = operator.strip().split(" (", 1)[0].strip()
+    return name in {str(person).strip() for person in confirmers}
+
+
+def check_confirmer(row: Confirmation, operator: str) -> None:
+    """Refuse an approval by someone the write policy bound on the row does not name as a confirmer."""
+    confirmers = json.loads(row.domain).get("confirmers") or []
+    if not confirmer_allowed(operator, confirmers):
+        raise Refused(
+            "confirmer",
+            f"the write policy lets only {', '.join(confirmers)} approve {row.id} ({row.relative_path}), not "
+            f"{operator}; ask one of them to decide it (anyone may refuse it).",
         )
 
 
@@ -308,8 +329,10 @@ __all__ = [
     "Refused",
     "Window",
     "canonical_arguments",
+    "check_confirmer",
     "check_window",
     "confirmations",
+    "confirmer_allowed",
     "decide",
     "get",
     "issue",

@@ -22,32 +22,46 @@ from engramrag.agent.confirmations import Refused
 from engramrag.vault.markdown import FRONT_MATTER, HEADING, mask_code, normalised_text
 
 PREAMBLE = "(before the first heading)"
+ANY = "*"
 
 
 @dataclass(frozen=True)
 class FieldDomain:
-    """Front-matter field names and section headings a write may change; both empty means unconstrained."""
+    """Front-matter field names and section headings a write may change; both empty means unconstrained.
+
+    ``*`` among the fields (or sections) allows any of them. ``confirmers`` (from the write policy) names the
+    people who may approve; empty means any person.
+    """
 
     fields: frozenset[str] = field(default_factory=frozenset)
     sections: frozenset[str] = field(default_factory=frozenset)
+    confirmers: tuple[str, ...] = ()
 
     @property
     def unconstrained(self) -> bool:
         return not self.fields and not self.sections
 
     def as_row(self) -> dict[str, Any]:
-        return {"fields": sorted(self.fields), "sections": sorted(self.sections), "unconstrained": self.unconstrained}
+        row: dict[str, Any] = {
+            "fields": sorted(self.fields), "sections": sorted(self.sections), "unconstrained": self.unconstrained
+        }
+        if self.confirmers:
+            row["confirmers"] = list(self.confirmers)
+        return row
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> FieldDomain:
-        return cls(frozenset(row.get("fields", ())), frozenset(row.get("sections", ())))
+        return cls(
+            frozenset(row.get("fields", ())), frozenset(row.get("sections", ())), tuple(row.get("confirmers", ()))
+        )
 
     def check(self, changed_fields: set[str], changed_sections: set[str], path: str) -> None:
         """Refuse the whole write, naming every part outside the domain; an unconstrained domain allows all."""
         if self.unconstrained:
             return
-        outside = [f"field {name!r}" for name in sorted(changed_fields - self.fields)]
-        outside += [f"section {name!r}" for name in sorted(changed_sections - self.sections)]
+        outside = [] if ANY in self.fields else [f"field {name!r}" for name in sorted(changed_fields - self.fields)]
+        if ANY not in self.sections:
+            outside += [f"section {name!r}" for name in sorted(changed_sections - self.sections)]
         if outside:
             raise Refused(
                 "domain",
@@ -165,4 +179,4 @@ def _sections(text: str, body_start: int) -> list[tuple[str, int, int]]:
     return found
 
 
-__all__ = ["PREAMBLE", "Edit", "FieldDomain", "apply_edit", "changed_parts", "split_document"]
+__all__ = ["ANY", "PREAMBLE", "Edit", "FieldDomain", "apply_edit", "changed_parts", "split_document"]

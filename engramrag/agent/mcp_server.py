@@ -24,6 +24,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from engramrag.agent import confirmations
+from engramrag.agent.domains import FieldDomain
 from engramrag.agent.workspace import Workspace
 
 T = TypeVar("T")
@@ -101,32 +102,41 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
         return call(lambda: workspace.query_graph(sparql, limit=limit, timeout_s=timeout_s))
 
     @server.tool(annotations=WRITES)
-    def write(path: str, content: str) -> dict[str, Any]:
+    def write(
+        path: str, content: str, allow_fields: list[str] | None = None, allow_sections: list[str] | None = None
+    ) -> dict[str, Any]:
         """Propose creating or replacing the Markdown note at `path` with `content`.
 
         Nothing is written now: the answer is a pending confirmation with its diff. A person confirms or refuses
         it (call `confirm` with its id to ask them). In trusted folders the write happens at once and is
-        checkpointed.
+        checkpointed. `allow_fields`/`allow_sections` narrow what the confirmation allows to change (never
+        beyond the write policy).
         """
-        return call(lambda: workspace.write(path, content))
+        return call(lambda: workspace.write(path, content, _narrowed(allow_fields, allow_sections)))
 
     @server.tool(annotations=WRITES)
     def edit(
-        path: str, fields: dict[str, Any] | None = None, sections: dict[str, str] | None = None
+        path: str,
+        fields: dict[str, Any] | None = None,
+        sections: dict[str, str] | None = None,
+        allow_fields: list[str] | None = None,
+        allow_sections: list[str] | None = None,
     ) -> dict[str, Any]:
         """Propose changing front-matter `fields` and/or replacing whole `sections` (by heading text) of a note.
 
-        Like `write`, the answer is a pending confirmation that binds exactly this change.
+        Like `write`, the answer is a pending confirmation that binds exactly this change. The write policy
+        decides which fields and sections an agent may change at all; `allow_fields`/`allow_sections` narrow it.
         """
-        return call(lambda: workspace.edit(path, fields, sections))
+        return call(lambda: workspace.edit(path, fields, sections, _narrowed(allow_fields, allow_sections)))
 
     @server.tool(annotations=WRITES)
     def learn(title: str, body: str, sources: list[dict[str, str]]) -> dict[str, Any]:
         """Record something you verified as a note in learned/.
 
-        `sources` is a list of {"path": vault-relative path, "quote": exact text from it}. Refused when a note
-        with a similar title exists (it is offered instead), a source is missing, or a quote is not verbatim in
-        its source. The note stays out of the graph until a person approves it.
+        `sources` is a list of {"path": vault-relative path, "quote": exact text from it}; at least one quote of
+        20 characters or more. Refused when a note with a similar title exists (it is offered instead), a source is
+        missing, or a quote is not verbatim in its source. `write` and `edit` into learned/ pass the same checks.
+        The note stays out of the graph until a person approves it.
         """
         return call(lambda: workspace.learn(title, body, sources))
 
@@ -196,6 +206,12 @@ def build_server(workspace: Workspace, name: str = "engramrag", repos: Sequence[
     if repos:
         _add_git_tools(server, workspace, list(repos), call)
     return server
+
+
+def _narrowed(fields: list[str] | None, sections: list[str] | None) -> FieldDomain | None:
+    if not fields and not sections:
+        return None
+    return FieldDomain(frozenset(fields or ()), frozenset(sections or ()))
 
 
 def _add_git_tools(server: MCPServer, workspace: Workspace, repos: list[Path], call: Callable[[Any], Any]) -> None:

@@ -9,12 +9,24 @@ records the refusal on the same row.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engramrag.agent import approvals, checkpoints, confirmations, graph_query, learn, procedures, reading, writes
+from engramrag.agent import (
+    approvals,
+    checkpoints,
+    confirmations,
+    graph_query,
+    learn,
+    note_review,
+    procedures,
+    reading,
+    writes,
+)
+from engramrag.agent import policy as write_policy
 from engramrag.agent.domains import Edit, FieldDomain
 from engramrag.agent.writes import Executed, Pending, Policy
 from engramrag.store import Home
@@ -64,8 +76,13 @@ class Workspace:
         if not self.vault.is_dir():
             raise FileNotFoundError(f"the vault {self.vault} is not a folder; pass --vault DIR (or ENGRAM_VAULT).")
         self.config = config or AgentConfig()
-        self.config.policy  # noqa: B018 - validates the mode at construction, not at the first write
+        self.policy()  # validates the mode and the policy file at construction, not at the first write
         self._retriever: Any = None
+
+    def policy(self) -> Policy:
+        """The policy in force now: the config's mode, folders and window with the policy file's rules, re-read
+        on every call so an edited file governs the next proposal (rows keep the version they were issued under)."""
+        return replace(self.config.policy, rules=write_policy.load(self.home, self.vault), version="")
 
     # reading --------------------------------------------------------------------------------------
 
@@ -88,9 +105,7 @@ class Workspace:
 
     def write(self, path: str, content: str, domain: FieldDomain | None = None) -> dict[str, Any]:
         """Propose creating or replacing a note; pending until a person decides (unless on a trusted path)."""
-        outcome = writes.propose_write(
-            self.home, self.vault, path, content, self.config.agent, self.config.policy, domain
-        )
+        outcome = writes.propose_write(self.home, self.vault, path, content, self.config.agent, self.policy(), domain)
         return _outcome(outcome)
 
     def edit(
@@ -102,26 +117,25 @@ class Workspace:
     ) -> dict[str, Any]:
         """Propose front-matter field updates and/or whole-section replacements on an existing note."""
         change = Edit(fields=fields or {}, sections=sections or {})
-        outcome = writes.propose_edit(
-            self.home, self.vault, path, change, self.config.agent, self.config.policy, domain
-        )
+        outcome = writes.propose_edit(self.home, self.vault, path, change, self.config.agent, self.policy(), domain)
         return _outcome(outcome)
 
     def learn(self, title: str, body: str, sources: list[Any]) -> dict[str, Any]:
         """Record a verified note in learned/ (duplicate, source and quote checks first); held until approved."""
-        result = learn.learn(self.home, self.vault, title, body, sources, self.config.agent, self.config.policy)
+        result = learn.learn(self.home, self.vault, title, body, sources, self.config.agent, self.policy())
         return {
             "path": result.path,
             "checks": list(result.checks),
             **_outcome(result.outcome),
-            "extraction": "held until a person approves the note (engram agent approve PATH, or the dashboard)",
+            "extraction": "held until a person approves the note (engram agent notes, then engram agent approve "
+            "PATH --hash HASH, or the dashboard)",
         }
 
     def remember_procedure(self, text: str, kind: str, sources: list[str]) -> dict[str, Any]:
         """Propose a procedure for procedural memory; it always waits for a person, whatever the mode."""
-        pending = procedures.propose_procedure(
-            self.home, self.vault, text, kind, self.config.agent, sources, self.config.policy
-        )
+        policy = self.policy()
+        write_policy.remember(self.home, policy.version, policy.text)  # the row names it; keep what it names
+        pending = procedures.propose_procedure(self.home, self.vault, text, kind, self.config.agent, sources, policy)
         return _outcome(pending)
 
     def procedures(self) -> dict[str, Any]:
@@ -148,11 +162,23 @@ class Workspace:
         decided = confirmations.decide(self.home, confirmation_id, approve, operator)
         if not approve:
             return {"confirmation_id": confirmation_id, "status": decided.status, "operator": decided.operator}
+        if decided.tool != PROCEDURE_TOOL:
+            self._check_policy_unchanged(decided)
         if decided.tool == PROCEDURE_TOOL:
             stored = procedures.execute_procedure(self.home, confirmation_id)
             return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, "procedure": stored}
         done = writes.execute(self.home, self.vault, confirmation_id)
         return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, **asdict(done)}
+
+    def _check_policy_unchanged(self, row: confirmations.Confirmation) -> None:
+        """Refuse (on the row) when the policy in force now no longer allows what the row's domain allows."""
+        try:
+            write_policy.check_still_allowed(
+                json.loads(row.domain), self.policy().rules, row.relative_path, row.operator
+            )
+        except confirmations.Refused as refusal:
+            confirmations.record_refusal(self.home, row.id, refusal)
+            raise
 
     def checkpoints(self) -> list[dict[str, Any]]:
         return checkpoints.checkpoints(self.home)
@@ -164,10 +190,12 @@ class Workspace:
         return checkpoints.rewind(self.home, self.vault, checkpoint_id, operator, force=force)
 
     def pending_notes(self) -> list[dict[str, Any]]:
-        return approvals.pending_notes(self.home, self.vault)
+        """The held notes with their full body and each quote checked against its source now."""
+        return note_review.pending_notes(self.home, self.vault)
 
-    def approve_note(self, path: str, operator: str, note: str = "") -> dict[str, Any]:
-        return approvals.approve_note(self.home, self.vault, path, operator, note)
+    def approve_note(self, path: str, operator: str, note: str = "", shown_state: str | None = None) -> dict[str, Any]:
+        """Approve the note only if its bytes are still the ones shown (``shown_state``) and its quotes check."""
+        return note_review.approve_note(self.home, self.vault, path, operator, shown_state, note)
 
     def reject_note(self, path: str, operator: str, note: str = "") -> dict[str, Any]:
         return approvals.reject_note(self.home, self.vault, path, operator, note)

@@ -15,12 +15,13 @@ import difflib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engramrag.agent import checkpoints, confirmations, destinations
+from engramrag.agent import approvals, checkpoints, confirmations, destinations, note_checks
+from engramrag.agent import policy as write_policy
 from engramrag.agent.confirmations import Refused, Window
 from engramrag.agent.domains import Edit, FieldDomain, apply_edit, changed_parts
 from engramrag.store import Home
@@ -35,16 +36,27 @@ READ_ONLY_OPERATOR = "policy:read-only"
 
 @dataclass(frozen=True)
 class Policy:
-    """The permission mode, trusted folders and the window it gives confirmations; ``version`` goes on rows."""
+    """The permission mode, trusted folders, window and write policy rules; ``version`` goes on rows.
+
+    ``version`` defaults to the content hash of ``text`` (the rules' file text with the mode, folders and window),
+    so every row names the exact policy that was in force, the built-in default included.
+    """
 
     mode: str = CONFIRM_EACH_WRITE
     trusted_paths: tuple[str, ...] = ("learned/",)
     window_s: float = 900.0
-    version: str = "agent-writes/1"
+    version: str = ""
+    rules: write_policy.WritePolicy = field(default_factory=write_policy.WritePolicy)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"unknown permission mode {self.mode!r}; the modes are {', '.join(MODES)}")
+        if not self.version:
+            object.__setattr__(self, "version", write_policy.version_of(self.text))
+
+    @property
+    def text(self) -> str:
+        return write_policy.policy_text(self.rules, self.mode, self.trusted_paths, self.window_s)
 
     def trusts(self, relative_path: str) -> bool:
         folders = [folder.strip("/") + "/" for folder in self.trusted_paths if folder.strip("/")]
@@ -137,13 +149,27 @@ def _propose(
     prior = destinations.read_bytes(root, destinations.relative_parts(destination.relative_path))
     new = _render(arguments, prior)
     fields, sections = _changes(prior, new)
-    domain.check(fields, sections, destination.relative_path)
     diff = _diff(destination.relative_path, prior, new)
     summary = (
         f"{arguments['tool']} {destination.relative_path} ({'new file' if prior is None else 'existing file'}): "
         f"fields {sorted(fields) or 'none'}; sections {sorted(sections) or 'none'}; by {arguments['agent']}"
     )
     window = Window(moment, moment + timedelta(seconds=policy.window_s), policy.version)
+    write_policy.remember(home, policy.version, policy.text, moment)
+    try:
+        if policy.mode != READ_ONLY:  # read-only refuses every write below, whatever it holds
+            domain = policy.rules.domain_for(destination.relative_path, domain)
+            domain.check(fields, sections, destination.relative_path)
+            if approvals.in_agent_folder(destination.relative_path):
+                note_checks.check_agent_note(
+                    home, root, destination.relative_path, prior, new, arguments["agent"], now=moment
+                )
+            else:
+                note_checks.check_author(destination.relative_path, prior, new, arguments["agent"])
+    except Refused as refusal:
+        _record_refused_proposal(home, arguments, policy, destination.as_row(), domain, window, summary, diff,
+                                 refusal, moment)
+        raise
     row = confirmations.issue(
         home,
         tool=arguments["tool"],
@@ -163,10 +189,31 @@ def _propose(
             f"the permission mode is read-only, so the write to {destination.relative_path} was refused and "
             f"recorded as {row.id}; switch to confirm-each-write to let a person approve writes.",
         )
-    if policy.trusts(destination.relative_path):
+    if policy.trusts(destination.relative_path) and not domain.confirmers:
         confirmations.decide(home, row.id, True, TRUSTED_OPERATOR, moment)
         return execute(home, root, row.id, arguments, moment)
     return Pending(row.id, summary, diff, row.expires_at or confirmations.UNKNOWN)
+
+
+def _record_refused_proposal(
+    home: Home,
+    arguments: dict[str, Any],
+    policy: Policy,
+    destination: Mapping[str, str],
+    domain: FieldDomain,
+    window: Window,
+    summary: str,
+    diff: str,
+    refusal: Refused,
+    moment: datetime,
+) -> None:
+    """A proposal the policy or the note checks refused, kept as a refused row with its reason, for the audit."""
+    row = confirmations.issue(
+        home, tool=arguments["tool"], agent=arguments["agent"], mode=policy.mode, arguments=arguments,
+        destination=destination, domain=domain.as_row(), window=window, summary=summary, diff=diff,
+    )
+    confirmations.decide(home, row.id, False, f"policy:{refusal.binding}", moment)
+    confirmations.record_refusal(home, row.id, refusal, moment)
 
 
 def _execute(

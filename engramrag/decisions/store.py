@@ -173,11 +173,49 @@ def _v3_note_approvals(connection: sqlite3.Connection) -> None:
         )
 
 
+def _v4_agent_policies(connection: sqlite3.Connection) -> None:
+    """The write policy texts confirmation rows name by version (``policy:blake2b:...`` of the text), kept
+    content-addressed so a row's policy reads the same after the policy file changed; and the note approvals
+    that were refused (the bytes changed since the person was shown them, or a quote no longer checks), so the
+    audit shows attempts that let nothing in. Both append-only."""
+    connection.execute(
+        """
+        CREATE TABLE agent_policies (
+            version TEXT PRIMARY KEY CHECK (version <> ''),
+            text TEXT NOT NULL CHECK (json_valid(text)),
+            recorded_at TEXT NOT NULL
+        )
+        """
+    )
+    connection.execute(
+        """
+        CREATE TABLE note_approval_refusals (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            path TEXT NOT NULL CHECK (path <> ''),
+            shown_state TEXT,
+            current_state TEXT,
+            operator TEXT NOT NULL,
+            refused_at TEXT NOT NULL,
+            reason TEXT NOT NULL
+        )
+        """
+    )
+    for table in ("agent_policies", "note_approval_refusals"):
+        for action in ("UPDATE", "DELETE"):
+            connection.execute(
+                f"""
+                CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table}
+                BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END
+                """
+            )
+
+
 # MIGRATIONS[n] upgrades a file at user_version n to n + 1. Append only; never edit a shipped migration.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_verdicts,
     _v2_agent_confirmations,
     _v3_note_approvals,
+    _v4_agent_policies,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -20,6 +20,7 @@ WIKI_LINK = re.compile(r"(?<!!)\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n
 MARKDOWN_LINK = re.compile(r"(?<!!)\[([^\[\]\n]+)\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 INLINE_TAG = re.compile(r"(?:(?<=\s)|^)#([\w][\w/-]*)", re.MULTILINE)
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
+AUTHOR_KEYS = ("author", "authors", "작성자")
 AGENT_AUTHOR = re.compile(r"^(agent|bot|ai)[:/]", re.IGNORECASE)
 MAX_STRAY_NULS = 16  # more NUL bytes than this in otherwise valid UTF-8 is a binary format, not damage
 
@@ -74,9 +75,10 @@ def parse_document(raw: bytes, relative_path: str, config: VaultConfig) -> Docum
     headings = tuple(_headings(text, masked, body_start))
     title = _title(front_matter, headings, relative_path)
     author = _author(front_matter)
-    agent_authored = relative_path.split("/", 1)[0] == config.agent_folder or bool(
-        author and AGENT_AUTHOR.match(author)
-    )
+    in_agent_folder = relative_path.split("/", 1)[0] == config.agent_folder
+    if in_agent_folder and author and not AGENT_AUTHOR.match(author):
+        front_matter, author = _as_claimed_author(front_matter), None
+    agent_authored = in_agent_folder or bool(author and AGENT_AUTHOR.match(author))
     document = Document(
         path=relative_path,
         doc_id=document_id(relative_path),
@@ -180,8 +182,20 @@ def _title(front_matter: dict[str, Any], headings: tuple[Heading, ...], relative
     return relative_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
+def _as_claimed_author(front_matter: dict[str, Any]) -> dict[str, Any]:
+    """The front matter of an agent's note with its person author moved to ``claimed_author``: an agent that
+    writes ``author: Alice`` claims Alice wrote it, which the graph records as a claim, not as her authorship."""
+    claimed = [front_matter[key] for key in AUTHOR_KEYS if key in front_matter]
+    kept = {key: value for key, value in front_matter.items() if key not in AUTHOR_KEYS}
+    names = [name for value in claimed for name in (value if isinstance(value, list) else [value])]
+    existing = kept.get("claimed_author")
+    names = ([*existing] if isinstance(existing, list) else [existing] if existing else []) + names
+    kept["claimed_author"] = names[0] if len(names) == 1 else names
+    return kept
+
+
 def _author(front_matter: dict[str, Any]) -> str | None:
-    for key in ("author", "authors", "작성자"):
+    for key in AUTHOR_KEYS:
         value = front_matter.get(key)
         if isinstance(value, list) and value:
             value = value[0]
