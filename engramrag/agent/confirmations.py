@@ -283,6 +283,7 @@ def record_refusal(
     write cannot be retried silently; the agent proposes again and a person decides again. A failed row keeps
     the refusal that failed it.
     """
+    refusal.confirmation_id = confirmation_id  # type: ignore[attr-defined]  # so no caller records it twice
     with _write(home) as connection:
         connection.execute(
             "UPDATE agent_confirmations SET last_refusal = ?, last_refusal_at = ?, "
