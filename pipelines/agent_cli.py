@@ -279,7 +279,8 @@ def _confirmations(args: argparse.Namespace) -> int:
     if not rows:
         print("no confirmations" + (f" with status {args.status}" if args.status else ""))
     for row in rows:
-        decided = f" by {row['operator']} at {row['decided_at']}" if row["operator"] else ""
+        how = f" ({row['operator_auth']})" if row.get("operator_auth") else ""
+        decided = f" by {row['operator']}{how} at {row['decided_at']}" if row["operator"] else ""
         print(safe_text(f"{row['id']}  {row['status']:<8} {row['tool']:<18} {row['relative_path']}  expires "
                         f"{row['expires_at']}{decided}"))
         print("    " + safe_text(row["summary"]).replace("\n", "\n    "))

@@ -234,6 +234,22 @@ def test_a_planted_instruction_does_not_become_a_procedure(fresh: tuple[Home, Pa
     assert procedures.procedures(home) == []
 
 
+def test_a_query_past_its_memory_limit_is_refused(fresh: tuple[Home, Path]) -> None:
+    home, vault = fresh
+    exploding = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l } ORDER BY ?a ?d ?g ?j"
+
+    async def session() -> None:
+        async with Client(server(home, vault, "--query-memory-mb", "64")) as client:
+            started = time.monotonic()
+            refused = error_text(await client.call_tool("query_graph", {"sparql": exploding, "timeout_s": 60}))
+            assert "refused (memory)" in refused or "64 MiB memory limit" in refused
+            assert time.monotonic() - started < 30
+            fine = structured(await client.call_tool("query_graph", {"sparql": "ASK { ?s ?p ?o }"}))
+            assert fine["boolean"] is True
+
+    anyio.run(session)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -342,3 +342,21 @@ def test_oversized_and_misplaced_proposals_are_refused_on_a_row(place: tuple[Hom
         assert row["arguments"]["arguments_bytes"] > 1024 * 1024 and len(json.dumps(row["arguments"])) < 1000
     assert rows[4]["last_refusal"].startswith("destination:") and rows[4]["relative_path"] == "../outside.md"
     assert not (vault / "notes" / "huge.md").exists()
+
+
+def test_a_refusal_at_decision_time_is_written_on_the_row(
+    place: tuple[Home, Path], capsys: pytest.CaptureFixture
+) -> None:
+    home, vault = place
+    where = ["--home", str(home.root), "--vault", str(vault)]
+    proposal = cli(home, "write", "notes/x.md", "# X\n", "--vault", str(vault))
+    cid = proposal["confirmation_id"]
+    assert engram(["agent", "refuse", cid, "--by", "dana", *where]) == 0
+    assert engram(["agent", "confirm", cid, "--by", "mallory", *where]) == 1
+    assert "already decided" in capsys.readouterr().err
+    row = confirmations.get(home, cid)
+    assert (row.status, row.operator, row.operator_auth) == ("refused", "dana", "cli:unverified-name")
+    assert row.last_refusal.startswith("single-use:") and "already decided" in row.last_refusal
+    assert not (vault / "notes" / "x.md").exists()
+    assert engram(["agent", "confirmations", "--home", str(home.root)]) == 0
+    assert "by dana (cli:unverified-name)" in capsys.readouterr().out
