@@ -65,7 +65,7 @@ def test_no_execution_writes_over_bytes_it_did_not_bind(tmp_path: Path, capsys: 
     capsys.readouterr()
     assert len(installed) > 40, "the racer must really have run during the executions"
 
-    executed = failed = 0
+    executed = failed = swapped_back = 0
     saved = {point["confirmation_id"]: point for point in checkpoints.checkpoints(home)}
     for cid, code in zip(ids, outcomes, strict=True):
         row = confirmations.get(home, cid)
@@ -82,6 +82,8 @@ def test_no_execution_writes_over_bytes_it_did_not_bind(tmp_path: Path, capsys: 
             failed += 1
             assert row.status == confirmations.FAILED and row.written_state is None
             assert row.last_refusal.startswith("destination:") and row.last_refusal_at
+            swapped_back += "while the write was being made" in row.last_refusal
             assert cid not in saved
-    assert executed + failed == len(ids)
+    print(f"executed {executed}, refused {failed} ({swapped_back} at the swap), racer installs {len(installed)}")
+    assert executed + failed == len(ids) and executed >= 1
     assert not [name for name in os.listdir(note.parent) if name.startswith(".plan.md.")], "no temporary left"

@@ -360,3 +360,46 @@ def test_a_refusal_at_decision_time_is_written_on_the_row(
     assert not (vault / "notes" / "x.md").exists()
     assert engram(["agent", "confirmations", "--home", str(home.root)]) == 0
     assert "by dana (cli:unverified-name)" in capsys.readouterr().out
+
+
+def test_an_agent_rewinds_its_own_trusted_write_at_once(place: tuple[Home, Path]) -> None:
+    home, vault = place
+
+    async def session() -> dict[str, Any]:
+        async with Client(server(home, vault, "--permission", "trusted-paths")) as client:
+            done = structured(await client.call_tool("write", {"path": "learned/x.md", "content": "# X\n"}))
+            assert done["status"] == "executed" and (vault / "learned" / "x.md").exists()
+            return structured(await client.call_tool("rewind", {"checkpoint_id": done["checkpoint_id"]}))
+
+    rewound = anyio.run(session)
+    assert rewound["rewound_by"] == "agent:test" and not (vault / "learned" / "x.md").exists()
+    assert [row["tool"] for row in confirmations.confirmations(home)] == ["write"]
+
+
+def test_a_decisions_store_from_before_operator_authentication_is_upgraded(place: tuple[Home, Path]) -> None:
+    import sqlite3
+
+    from engramrag.decisions import store
+    from engramrag.decisions.sqlite_file import SqliteFile
+
+    home, _vault = place
+    old = SqliteFile(home.decisions_path, store.MIGRATIONS[:3], "decisions store", RuntimeError, 5.0)
+    with old.write() as connection:
+        connection.execute(
+            "INSERT INTO agent_confirmations (id, tool, agent, mode, arguments_text, arguments_hash, vault_id, "
+            "relative_path, real_path, prior_state, domain, status, operator, decided_at) VALUES ('conf-old', "
+            "'write', 'agent:a', 'confirm-each-write', '{}', 'h', 'v', 'notes/a.md', '/v/notes/a.md', 'absent', "
+            "'{}', 'approved', 'dana', '2026-01-01T00:00:00+00:00')"
+        )
+        connection.execute("INSERT INTO agent_checkpoints (id, confirmation_id, vault_id, created_at, files) "
+                           "VALUES ('ckpt-old', 'conf-old', 'v', '2026-01-01', '[]')")
+    [row] = cli(home, "confirmations")
+    assert row["id"] == "conf-old" and row["status"] == "approved" and row["operator_auth"] is None
+    confirmations.record_refusal(home, "conf-old", confirmations.Refused("destination", "moved"), fail=True)
+    assert confirmations.get(home, "conf-old").status == confirmations.FAILED
+    with sqlite3.connect(home.decisions_path) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
+        with pytest.raises(sqlite3.IntegrityError):
+            connection.execute("UPDATE agent_confirmations SET status = 'bogus'")
