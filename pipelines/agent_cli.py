@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engramrag.agent.display import safe_text
+from engramrag.agent.display import safe_json, safe_text
 from engramrag.store import Home
 from pipelines.cli_options import home_option as _home
 from pipelines.cli_options import operator_option as _operator
@@ -325,7 +325,7 @@ def _decide(args: argparse.Namespace) -> int:
         where = result.get("path") or result.get("procedure", {}).get("id")
         checkpoint = result.get("checkpoint_id")
         checkpoint = f"; rewind with `engram agent rewind {checkpoint}`" if checkpoint else ""
-        print(f"{args.confirmation_id} approved by {args.by} and carried out: {where}{checkpoint}")
+        print(safe_text(f"{args.confirmation_id} approved by {args.by} and carried out: {where}{checkpoint}"))
     else:
         print(f"{args.confirmation_id} refused by {args.by}; nothing was written")
     return 0
@@ -343,7 +343,7 @@ def _checkpoints(args: argparse.Namespace) -> int:
     for row in rows:
         state = f"rewound by {row['rewound_by']} at {row['rewound_at']}" if row["rewound_at"] else "live"
         files = ", ".join(entry["path"] for entry in row["files"])
-        print(f"{row['id']}  {row['created_at']}  {row['confirmation_id']}  {state}  {files}")
+        print(safe_text(f"{row['id']}  {row['created_at']}  {row['confirmation_id']}  {state}  {files}"))
     return 0
 
 
@@ -355,7 +355,7 @@ def _rewind(args: argparse.Namespace) -> int:
         _print_json(result)
     else:
         files = ", ".join(entry["path"] for entry in result["files"])
-        print(f"rewound {args.checkpoint_id}: {files}. Run `engram build` to update the graph.")
+        print(safe_text(f"rewound {args.checkpoint_id}: {files}. Run `engram build` to update the graph."))
     return 0
 
 
@@ -478,7 +478,7 @@ def _sources(items: list[str]) -> list[dict[str, str]]:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    print(safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def _agent_settings(parser: argparse.ArgumentParser) -> None:

@@ -135,8 +135,7 @@ def test_a_one_time_code_names_the_person_once_for_one_confirmation(place: tuple
         cid = confirmation_in(question)
         seen.append(cid)
         if len(seen) == 1:  # a code printed for another confirmation does not fit this one
-            codes["spare"] = code_for(home, cid + "-other") if False else codes["other"]
-            return codes["spare"]
+            return codes["other"]
         if len(seen) == 2:
             codes["mine"] = code_for(home, cid, "Dana")
             return codes["mine"]
@@ -222,6 +221,9 @@ def test_the_person_sees_the_whole_change_with_control_characters_escaped(
     capsys.readouterr()
     assert engram(["agent", "confirmations", "--home", str(home.root)]) == 0
     assert not set(capsys.readouterr().out) & RAW
+    assert engram(["agent", "show", one, "--json", "--home", str(home.root)]) == 0
+    printed = capsys.readouterr().out
+    assert not set(printed) & RAW and json.loads(printed)["arguments"]["content"] == short
     assert confirmations.get(home, two).operator_auth.startswith("mcp:one-time-code:")
 
 

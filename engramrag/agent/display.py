@@ -47,6 +47,12 @@ def safe_text(text: object) -> str:
     return "".join(_visible(character) if _needs_escape(character) else character for character in value)
 
 
+def safe_json(text: str) -> str:
+    """JSON text with the same characters written as ``\\uXXXX`` escapes: the same data for a program, and
+    nothing a terminal acts on. (``json.dumps`` leaves C1 controls and bidi overrides raw.)"""
+    return "".join(f"\\u{ord(character):04x}" if _needs_escape(character) else character for character in text)
+
+
 def page_lines(text: str, max_lines: int, max_chars: int, see_all: str) -> tuple[str, int]:
     """The first lines of ``text`` that fit ``max_lines`` and ``max_chars`` (escaped), and how many were left out.
 
@@ -67,4 +73,4 @@ def page_lines(text: str, max_lines: int, max_chars: int, see_all: str) -> tuple
     return "\n".join(shown), left
 
 
-__all__ = ["page_lines", "safe_text"]
+__all__ = ["page_lines", "safe_json", "safe_text"]
