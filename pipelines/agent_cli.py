@@ -65,7 +65,7 @@ def add_commands(commands: Any) -> None:
     code = actions.add_parser(
         "code", help="Print a one-time code that proves to the MCP confirm tool that a person answers.",
     )
-    code.add_argument("confirmation_id", nargs="?", help="Tie the code to this confirmation (and show its change).")
+    code.add_argument("confirmation_id", help="The confirmation the code answers; its whole change is shown first.")
     code.add_argument("--ttl", type=float, default=300.0, help="Seconds the code stays valid (default 300).")
     _operator(code)
     _home(code)
@@ -252,19 +252,18 @@ def _code(args: argparse.Namespace) -> int:
     from engramrag.agent import confirmations, operators
 
     home = Home.at(args.home)
-    row = confirmations.get(home, args.confirmation_id) if args.confirmation_id else None
+    row = confirmations.get(home, args.confirmation_id)
     issued = operators.issue_code(home, args.by, args.confirmation_id, args.ttl)
     if args.json:
         _print_json({"code": issued.code, "id": issued.id, "operator": issued.operator,
                      "confirmation_id": issued.confirmation_id, "expires_at": issued.expires_at})
         return 0
-    if row is not None:
-        _print_row(row.audit())
-        print()
-    scope = f"for {args.confirmation_id} only" if args.confirmation_id else "for one confirmation"
-    print(f"one-time code for {issued.operator} ({scope}, single use, valid until {issued.expires_at}):")
+    _print_row(row.audit())
+    print()
+    print(safe_text(f"one-time code for {issued.operator} (for {args.confirmation_id} only, single use, valid until "
+                    f"{issued.expires_at}):"))
     print(f"    {issued.code}")
-    print("Type it into the agent's confirm question. Do not give it to the agent.")
+    print("Type it into the confirm question your MCP client shows. Never paste it into the chat with the agent.")
     return 0
 
 

@@ -4,8 +4,9 @@ Through MCP, a "person's answer" is whatever the agent's client sends back to an
 alone proves nothing: the client (or the agent driving it) can approve its own writes. An answer counts only
 when it carries something the agent's channel cannot know:
 
-- a **one-time code** that a person prints in their own terminal with ``engram agent code [CONFIRMATION]``. The
-  code is short-lived, single use, optionally tied to one confirmation, and only its hash is kept (table
+- a **one-time code** that a person prints in their own terminal with ``engram agent code CONFIRMATION``, which
+  shows the whole change first. The code is short-lived, single use, tied to that one confirmation (a code
+  talked out of the person for another purpose cannot approve anything else), and only its hash is kept (table
   ``operator_codes`` of the decisions store). The operator recorded is the name the code was issued to, never
   a name the client sends.
 - an **operator token**: a secret in a file the operator gives to ``engram mcp --operator-token-file`` and the
@@ -50,7 +51,7 @@ class OperatorCode:
     id: str
     code: str
     operator: str
-    confirmation_id: str | None
+    confirmation_id: str
     issued_at: str
     expires_at: str
 
@@ -92,11 +93,11 @@ class OperatorToken:
 def issue_code(
     home: Home,
     operator: str,
-    confirmation_id: str | None = None,
+    confirmation_id: str,
     ttl_s: float = CODE_TTL_S,
     now: datetime | None = None,
 ) -> OperatorCode:
-    """A new one-time code for ``operator`` (tied to ``confirmation_id`` when given), valid ``ttl_s`` seconds."""
+    """A new one-time code for ``operator`` to answer ``confirmation_id``, valid ``ttl_s`` seconds."""
     if not isinstance(operator, str) or not operator.strip():
         raise ValueError("a code is issued to a person: pass --by NAME")
     if not 0 < ttl_s <= 3600:
@@ -113,10 +114,9 @@ def issue_code(
         (moment + timedelta(seconds=ttl_s)).isoformat(timespec="microseconds"),
     )
     with DecisionsStore.for_home(home)._write() as connection:
-        if confirmation_id is not None:
-            known = connection.execute("SELECT 1 FROM agent_confirmations WHERE id = ?", (confirmation_id,)).fetchone()
-            if known is None:
-                raise Refused("unknown-confirmation", f"there is no confirmation {confirmation_id!r}.")
+        known = connection.execute("SELECT 1 FROM agent_confirmations WHERE id = ?", (confirmation_id,)).fetchone()
+        if known is None:
+            raise Refused("unknown-confirmation", f"there is no confirmation {confirmation_id!r}.")
         connection.execute(
             "INSERT INTO operator_codes (id, code_hash, operator, confirmation_id, issued_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -149,7 +149,7 @@ def redeem_code(home: Home, typed: str, confirmation_id: str, now: datetime | No
                 problem = f"code {code_id} expired at {expires_at}"
             elif failures >= MAX_FAILURES:
                 problem = f"code {code_id} was withdrawn after {failures} wrong codes were typed"
-            elif bound_to is not None and bound_to != confirmation_id:
+            elif bound_to != confirmation_id:
                 problem = f"code {code_id} was issued for {bound_to}, not {confirmation_id}"
         if problem is None:
             connection.execute(

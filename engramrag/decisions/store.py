@@ -204,7 +204,7 @@ def _v4_operator_authentication(connection: sqlite3.Connection) -> None:
             id TEXT PRIMARY KEY,
             code_hash TEXT NOT NULL UNIQUE,
             operator TEXT NOT NULL CHECK (trim(operator) <> ''),
-            confirmation_id TEXT,
+            confirmation_id TEXT NOT NULL,
             issued_at TEXT NOT NULL,
             expires_at TEXT NOT NULL,
             used_at TEXT,
