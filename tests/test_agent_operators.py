@@ -405,3 +405,22 @@ def test_a_decisions_store_from_before_operator_authentication_is_upgraded(place
         assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
         with pytest.raises(sqlite3.IntegrityError):
             connection.execute("UPDATE agent_confirmations SET status = 'bogus'")
+
+
+def test_an_expired_code_does_not_count(place: tuple[Home, Path]) -> None:
+    home, vault = place
+
+    def late(question: str) -> str:
+        code = cli(home, "code", confirmation_in(question), "--by", "Alice", "--ttl", "1")["code"]
+        time.sleep(1.2)
+        return code
+
+    async def session() -> str:
+        async with Client(server(home, vault), elicitation_callback=answering("approve", code=late)) as client:
+            write = structured(await client.call_tool("write", {"path": "notes/x.md", "content": "# X\n"}))
+            answer = structured(await client.call_tool("confirm", {"confirmation_id": write["confirmation_id"]}))
+            assert answer["status"] == "pending" and "expired" in answer["asked"]
+            return write["confirmation_id"]
+
+    row = confirmations.get(home, anyio.run(session))
+    assert row.status == "pending" and "expired" in row.last_refusal and not (vault / "notes" / "x.md").exists()
