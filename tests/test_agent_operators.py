@@ -334,15 +334,19 @@ def test_oversized_and_misplaced_proposals_are_refused_on_a_row(place: tuple[Hom
                 assert "refused (size)" in refused and "1,048,576 bytes" in refused, tool
             outside = error_text(await client.call_tool("write", {"path": "../outside.md", "content": "# O\n"}))
             assert "refused (destination)" in outside
+            missing = error_text(await client.call_tool("edit", {"path": "notes/none.md", "fields": {"a": 1}}))
+            assert "does not exist" in missing
 
     anyio.run(session)
     rows = confirmations.confirmations(home)
-    assert [row["tool"] for row in rows] == ["write", "edit", "learn", "remember_procedure", "write"]
+    assert [row["tool"] for row in rows] == ["write", "edit", "learn", "remember_procedure", "write", "edit"]
     for row in rows[:4]:
         assert row["status"] == "refused" and row["operator"] == "policy:proposal-check"
         assert row["last_refusal"].startswith("size:") and "1,048,576 bytes" in row["last_refusal"]
         assert row["arguments"]["arguments_bytes"] > 1024 * 1024 and len(json.dumps(row["arguments"])) < 1000
     assert rows[4]["last_refusal"].startswith("destination:") and rows[4]["relative_path"] == "../outside.md"
+    assert rows[5]["last_refusal"].startswith("arguments:") and "does not exist" in rows[5]["last_refusal"]
+    assert all(row["status"] == "refused" for row in rows)
     assert not (vault / "notes" / "huge.md").exists()
 
 

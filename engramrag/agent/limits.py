@@ -3,9 +3,9 @@
 A write's arguments are stored whole on its confirmation row, so an agent sending 30 MB would put 30 MB into the
 decisions store (and in front of a person). So each proposal's arguments are measured first (canonical JSON,
 UTF-8) and refused over ``MAX_ARGUMENT_BYTES``, naming the limit. A refusal before a row exists (too large, a
-path outside the vault, a change outside the field domain, a missing source) still leaves a row: status
-``refused``, operator ``policy:proposal-check``, the reason in ``last_refusal``, so the audit shows every attempt.
-Oversized arguments are not stored; the row keeps their size and hash instead.
+path outside the vault, a change outside the field domain, a missing source, arguments that cannot be used)
+still leaves a row: status ``refused``, operator ``policy:proposal-check``, the reason in ``last_refusal``, so
+the audit shows every attempt. Oversized arguments are not stored; the row keeps their size and hash instead.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ def recorded_proposal(
     except Refused as refusal:
         if refusal.binding != "mode" and getattr(refusal, "confirmation_id", None) is None:
             record(home, vault, tool, agent, mode, arguments, refusal)
+        raise
+    except ValueError as error:  # unusable arguments (an edit of a missing note, an unknown kind): refused too
+        record(home, vault, tool, agent, mode, arguments, Refused("arguments", str(error)))
         raise
 
 
