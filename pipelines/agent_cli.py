@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engramrag.agent.display import safe_json, safe_text
 from engramrag.store import Home
 from pipelines.cli_options import home_option as _home
 from pipelines.cli_options import operator_option as _operator
@@ -34,13 +35,23 @@ def add_commands(commands: Any) -> None:
     mcp.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP only: the address to listen on (default 127.0.0.1).")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP only: the port (default 8765); path /mcp.")
+    mcp.add_argument(
+        "--http-token-file", type=Path,
+        help="HTTP only: the bearer token every request must carry, read from this file (else ENGRAM_MCP_TOKEN, "
+        "else a new token is printed at start).",
+    )
+    mcp.add_argument(
+        "--operator-token-file", type=Path,
+        help="A secret (file mode 600, not readable by the agent) that a person may type into the confirm tool's "
+        "question instead of a one-time code from `engram agent code`.",
+    )
     mcp.set_defaults(handler=_mcp)
 
     agent = commands.add_parser("agent", help="Agent writes and memory: confirmations, checkpoints, notes, tools.")
     actions = agent.add_subparsers(dest="action")
 
     listing = actions.add_parser("confirmations", help="Every confirmation row with all bound fields (the audit).")
-    listing.add_argument("--status", choices=["pending", "approved", "refused", "executed"])
+    listing.add_argument("--status", choices=["pending", "approved", "refused", "executed", "failed"])
     _home(listing)
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_confirmations)
@@ -50,6 +61,16 @@ def add_commands(commands: Any) -> None:
     _home(show)
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=_show)
+
+    code = actions.add_parser(
+        "code", help="Print a one-time code that proves to the MCP confirm tool that a person answers.",
+    )
+    code.add_argument("confirmation_id", help="The confirmation the code answers; its whole change is shown first.")
+    code.add_argument("--ttl", type=float, default=300.0, help="Seconds the code stays valid (default 300).")
+    _operator(code)
+    _home(code)
+    code.add_argument("--json", action="store_true")
+    code.set_defaults(handler=_code)
 
     for name, approve, text in (
         ("confirm", True, "Approve a pending write; it is carried out at once, exactly as bound."),
@@ -206,23 +227,67 @@ def _run_tool(args: argparse.Namespace, operation: Any) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from engramrag.agent import http_auth
     from engramrag.agent.mcp_server import build_server
+    from engramrag.agent.operators import OperatorToken
 
+    token = OperatorToken.from_file(args.operator_token_file) if args.operator_token_file else None
     workspace = _workspace(args)
-    server = build_server(workspace, repos=[Path(repo) for repo in args.repo])
+    server = build_server(workspace, repos=[Path(repo) for repo in args.repo], operator_token=token)
     print(
         f"engram mcp: serving {workspace.vault} (home {workspace.home.root}) as {workspace.config.agent}, "
         f"mode {workspace.config.mode}, over {args.transport}"
-        + (f" at http://{args.host}:{args.port}/mcp" if args.transport != "stdio" else ""),
+        + (f" at http://{args.host}:{args.port}/mcp" if args.transport != "stdio" else "")
+        + ("; confirm accepts the operator token" if token else "; confirm accepts one-time codes only"),
         file=sys.stderr,
     )
+    if args.transport != "stdio" and not http_auth.is_loopback(args.host):
+        print(f"engram mcp: WARNING: listening on {args.host}, not a loopback address: other machines can reach "
+              "this server. Every request still needs the bearer token, but it travels unencrypted; put a TLS proxy "
+              "in front or bind to 127.0.0.1.", file=sys.stderr)
+    bearer = _http_token(args) if args.transport != "stdio" else None
     try:
-        if args.transport == "stdio":
+        if bearer is None:
             server.run("stdio")
         else:
-            server.run("streamable-http", host=args.host, port=args.port)
+            http_auth.serve(server, args.host, args.port, bearer)
     finally:
         workspace.close()
+    return 0
+
+
+def _http_token(args: argparse.Namespace) -> str:
+    """The bearer token: from --http-token-file, else ENGRAM_MCP_TOKEN, else a new one printed for the operator."""
+    import os
+
+    from engramrag.agent import http_auth
+
+    if args.http_token_file:
+        return args.http_token_file.read_text(encoding="utf-8").strip()
+    if os.environ.get("ENGRAM_MCP_TOKEN"):
+        return os.environ["ENGRAM_MCP_TOKEN"].strip()
+    token = http_auth.new_token()
+    print(f"engram mcp: HTTP bearer token (give it to the agent's MCP client as `Authorization: Bearer ...`): "
+          f"{token}", file=sys.stderr, flush=True)
+    return token
+
+
+def _code(args: argparse.Namespace) -> int:
+    from engramrag.agent import confirmations, operators
+
+    home = Home.at(args.home)
+    row = confirmations.get(home, args.confirmation_id)
+    issued = operators.issue_code(home, args.by, args.confirmation_id, args.ttl)
+    if args.json:
+        _print_json({"code": issued.code, "id": issued.id, "operator": issued.operator,
+                     "confirmation_id": issued.confirmation_id, "expires_at": issued.expires_at})
+        return 0
+    _print_row(row.audit())
+    print()
+    print(safe_text(f"one-time code for {issued.operator} (for {args.confirmation_id} only, single use, valid until "
+                    f"{issued.expires_at}):"))
+    print(f"    {issued.code}")
+    print("Type it into the confirm question your MCP client shows. Never paste it into the chat with the agent.")
     return 0
 
 
@@ -237,12 +302,13 @@ def _confirmations(args: argparse.Namespace) -> int:
     if not rows:
         print("no confirmations" + (f" with status {args.status}" if args.status else ""))
     for row in rows:
-        decided = f" by {row['operator']} at {row['decided_at']}" if row["operator"] else ""
-        print(f"{row['id']}  {row['status']:<8} {row['tool']:<18} {row['relative_path']}  expires {row['expires_at']}"
-              f"{decided}")
-        print(f"    {row['summary']}")
+        how = f" ({row['operator_auth']})" if row.get("operator_auth") else ""
+        decided = f" by {row['operator']}{how} at {row['decided_at']}" if row["operator"] else ""
+        print(safe_text(f"{row['id']}  {row['status']:<8} {row['tool']:<18} {row['relative_path']}  expires "
+                        f"{row['expires_at']}{decided}"))
+        print("    " + safe_text(row["summary"]).replace("\n", "\n    "))
         if row["last_refusal"]:
-            print(f"    last refusal: {row['last_refusal']}")
+            print(f"    last refusal: {safe_text(row['last_refusal'])}")
     return 0
 
 
@@ -253,30 +319,36 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(row)
         return 0
-    for key in ("id", "status", "tool", "agent", "mode", "relative_path", "real_path", "vault_id", "prior_state",
-                "arguments_hash", "issued_at", "expires_at", "policy_version", "operator", "decided_at",
-                "executed_at", "checkpoint_id", "last_refusal"):
-        print(f"{key:>15}: {row[key]}")
-    domain = "unconstrained" if row["domain_unconstrained"] else json.dumps(row["domain"], ensure_ascii=False)
-    print(f"{'domain':>15}: {domain}")
-    print(f"{'summary':>15}: {row['summary']}")
-    print()
-    print(row["diff"] or "(no diff)")
+    _print_row(row)
     return 0
 
 
+def _print_row(row: dict[str, Any]) -> None:
+    """Every bound field and the whole diff, with agent text's control characters shown as escapes."""
+    for key in ("id", "status", "tool", "agent", "mode", "relative_path", "real_path", "vault_id", "prior_state",
+                "arguments_hash", "issued_at", "expires_at", "policy_version", "operator", "operator_auth",
+                "decided_at", "executed_at", "checkpoint_id", "last_refusal"):
+        print(f"{key:>15}: {safe_text(row.get(key))}")
+    domain = "unconstrained" if row["domain_unconstrained"] else json.dumps(row["domain"], ensure_ascii=False)
+    print(f"{'domain':>15}: {safe_text(domain)}")
+    print(f"{'summary':>15}: {safe_text(row['summary'])}")
+    print()
+    print(safe_text(row["diff"]) if row["diff"] else "(no diff)")
+
+
 def _decide(args: argparse.Namespace) -> int:
+    from engramrag.agent.operators import AUTH_CLI
     from engramrag.agent.workspace import Workspace
 
     workspace = Workspace(Home.at(args.home), _require_vault(args))
-    result = workspace.decide(args.confirmation_id, args.approve, args.by)
+    result = workspace.decide(args.confirmation_id, args.approve, args.by, AUTH_CLI)
     if args.json:
         _print_json(result)
     elif result["status"] == "executed":
         where = result.get("path") or result.get("procedure", {}).get("id")
         checkpoint = result.get("checkpoint_id")
         checkpoint = f"; rewind with `engram agent rewind {checkpoint}`" if checkpoint else ""
-        print(f"{args.confirmation_id} approved by {args.by} and carried out: {where}{checkpoint}")
+        print(safe_text(f"{args.confirmation_id} approved by {args.by} and carried out: {where}{checkpoint}"))
     else:
         print(f"{args.confirmation_id} refused by {args.by}; nothing was written")
     return 0
@@ -294,7 +366,7 @@ def _checkpoints(args: argparse.Namespace) -> int:
     for row in rows:
         state = f"rewound by {row['rewound_by']} at {row['rewound_at']}" if row["rewound_at"] else "live"
         files = ", ".join(entry["path"] for entry in row["files"])
-        print(f"{row['id']}  {row['created_at']}  {row['confirmation_id']}  {state}  {files}")
+        print(safe_text(f"{row['id']}  {row['created_at']}  {row['confirmation_id']}  {state}  {files}"))
     return 0
 
 
@@ -306,7 +378,7 @@ def _rewind(args: argparse.Namespace) -> int:
         _print_json(result)
     else:
         files = ", ".join(entry["path"] for entry in result["files"])
-        print(f"rewound {args.checkpoint_id}: {files}. Run `engram build` to update the graph.")
+        print(safe_text(f"rewound {args.checkpoint_id}: {files}. Run `engram build` to update the graph."))
     return 0
 
 
@@ -325,30 +397,25 @@ def _notes(args: argparse.Namespace) -> int:
     if not rows:
         print("no learned notes wait for approval")
     for row in rows:
-        print(f"=== {row['path']}  {row.get('title', '')!r}  by {row.get('author') or '?'}")
+        print(safe_text(f"=== {row['path']}  {row.get('title', '')!r}  by {row.get('author') or '?'}"))
         print(f"    hash {row['hash']}")
         for index, source in enumerate(row["sources"], 1):
             verdict = {True: "verbatim in the source now", False: "NOT verbatim in the source now",
                        None: "not quoted"}[source["verbatim"]]
             problem = f" ({source['problem']})" if source.get("problem") and source["verbatim"] is not None else ""
             where = f"{source['path']}:{source['found_line']}" if source.get("found_line") else source["path"]
-            print(f"    source {index}: {where}: {verdict}{problem}")
+            print(safe_text(f"    source {index}: {where}: {verdict}{problem}"))
             if source.get("quote"):
-                print(f"        {_escaped(str(source['quote']))!s}")
+                print(f"        {safe_text(str(source['quote']))}")
         print("    --- the note, exactly as it is on disk ---")
         for line in row["body"].splitlines():
-            print(f"    | {_escaped(line)}")
+            print(f"    | {safe_text(line)}")
         print("    ---")
         if row["quote_problem"]:
-            print(f"    cannot be approved: {row['quote_problem']}")
+            print(safe_text(f"    cannot be approved: {row['quote_problem']}"))
         else:
             print(f"    approve this version: engram agent approve {row['path']} --hash {row['hash']} --by NAME")
     return 0
-
-
-def _escaped(text: str) -> str:
-    """Control characters shown as escapes, so a note cannot rewrite what the terminal displays."""
-    return "".join(ch if ch == "\t" or ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
 def _policy(args: argparse.Namespace) -> int:
@@ -422,7 +489,8 @@ def _procedures(args: argparse.Namespace) -> int:
             print("no procedures")
         for item in items:
             retired = f" (retired by {item['retired_by']})" if item.get("retired_at") else ""
-            print(f"{item['id']}  [{item['kind']}] {item['text']}  — confirmed by {item.get('operator')}{retired}")
+            print(safe_text(f"{item['id']}  [{item['kind']}] {item['text']}  — confirmed by "
+                            f"{item.get('confirmed_by')}{retired}"))
     return 0
 
 
@@ -444,7 +512,8 @@ def _workspace(args: argparse.Namespace) -> Any:
     from engramrag.agent.workspace import AgentConfig, Workspace
 
     config = AgentConfig.from_environment(
-        agent=args.agent, mode=args.permission, trusted_paths=tuple(args.trusted) if args.trusted else None
+        agent=args.agent, mode=args.permission, trusted_paths=tuple(args.trusted) if args.trusted else None,
+        query_memory_mb=args.query_memory_mb,
     )
     return Workspace(Home.at(args.home), _require_vault(args), config)
 
@@ -516,7 +585,7 @@ def _sources(items: list[str]) -> list[dict[str, str]]:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    print(safe_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def _agent_settings(parser: argparse.ArgumentParser) -> None:
@@ -524,3 +593,5 @@ def _agent_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--permission", choices=["read-only", "confirm-each-write", "trusted-paths"],
                         help="Permission mode (default ENGRAM_AGENT_MODE or confirm-each-write).")
     parser.add_argument("--trusted", action="append", help="A trusted folder for trusted-paths mode (repeatable).")
+    parser.add_argument("--query-memory-mb", type=int,
+                        help="Memory one query_graph query may take, in MiB (default 1024); past it, it is refused.")

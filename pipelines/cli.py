@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engram: {busy}", file=sys.stderr)
         return exit_codes.BUSY
     except (FileNotFoundError, ValueError, LookupError, RuntimeError) as problem:
-        print(f"engram: {problem}", file=sys.stderr)
+        from engramrag.agent.display import safe_text  # a refusal may quote a path or text an agent chose
+
+        print(f"engram: {safe_text(problem)}", file=sys.stderr)
         return exit_codes.ERROR
     except BrokenPipeError:
         # The reader of our output closed it: stop quietly, as `head` expects, and keep Python from failing

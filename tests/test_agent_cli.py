@@ -83,7 +83,7 @@ def test_edit_inside_and_outside_its_bound_change(workspace: tuple[Home, Path], 
     assert "destination" in capsys.readouterr().err
     assert (vault / "notes" / "plan.md").read_text(encoding="utf-8").endswith("A person's edit.\n")
     [row] = cli(capsys, home, None, "confirmations")
-    assert row["status"] == "approved" and "moved" in row["last_refusal"]
+    assert row["status"] == "failed" and "moved" in row["last_refusal"]
 
 
 def test_learn_waits_for_approval_then_joins_the_graph(

@@ -54,9 +54,12 @@ def test_changed_argument_refuses(home, vault):
         execute(home, vault, pending.confirmation_id, arguments=call)
     assert refused.value.binding == "arguments" and "content" in str(refused.value)
     assert not (vault / "notes" / "new.md").exists()
-    call["content"] = "# New\n\nbody\n"
-    execute(home, vault, pending.confirmation_id, arguments=call)
-    assert (vault / "notes" / "new.md").read_text() == "# New\n\nbody\n"
+    row = confirmations.get(home, pending.confirmation_id)
+    assert row.status == confirmations.FAILED and row.last_refusal.startswith("arguments:")
+    call["content"] = "# New\n\nbody\n"  # a refused execution spends the approval: no silent retry
+    with pytest.raises(Refused, match="failed when it was executed"):
+        execute(home, vault, pending.confirmation_id, arguments=call)
+    assert not (vault / "notes" / "new.md").exists()
 
 
 def test_tampered_row_arguments_refuse(home, vault):

@@ -4,12 +4,15 @@ client's elicitation or the CLI), and an instruction planted in a document does 
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +78,17 @@ def server(home: Home, vault: Path, *extra: str) -> StdioServerParameters:
     )
 
 
-def answer_with(decision: str, name: str) -> Any:
+def answer_with(decision: str, name: str, home: Home) -> Any:
+    """A person at the client: reads the question, prints a one-time code in their own terminal, types it."""
+
     async def on_elicit(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"decision": decision, "name": name})
+        confirmation_id = re.search(r"Confirmation (conf-[0-9a-f]+)", params.message).group(1)
+        output = io.StringIO()
+        with redirect_stdout(output):
+            assert engram(["agent", "code", confirmation_id, "--by", name, "--home", str(home.root), "--json"]) == 0
+        code = json.loads(output.getvalue())["code"]
+        return types.ElicitResult(action="accept", content={"decision": decision, "code": code})
 
     asked: list[str] = []
     on_elicit.asked = asked  # type: ignore[attr-defined]
@@ -131,7 +141,7 @@ def test_tools_answer_from_the_built_home(fresh: tuple[Home, Path]) -> None:
 
 def test_a_write_waits_for_the_person_and_elicitation_decides_it(fresh: tuple[Home, Path]) -> None:
     home, vault = fresh
-    approve = answer_with("approve", "Alice")
+    approve = answer_with("approve", "Alice", home)
     content = "# Heron risks\n\nThe catalog migration is the main risk.\n"
 
     async def session() -> None:
@@ -151,23 +161,28 @@ def test_a_write_waits_for_the_person_and_elicitation_decides_it(fresh: tuple[Ho
 
             points = structured(await client.call_tool("checkpoints", {}))
             assert [point["confirmation_id"] for point in points] == [pending["confirmation_id"]]
-            structured(await client.call_tool("rewind", {"checkpoint_id": points[0]["id"]}))
+            undo = structured(await client.call_tool("rewind", {"checkpoint_id": points[0]["id"]}))
+            assert undo["status"] == "pending" and "-The catalog migration is the main risk." in undo["diff"]
+            assert (vault / "notes" / "risks.md").exists()  # a person approved the write: a person decides its undo
+            undone = structured(await client.call_tool("confirm", {"confirmation_id": undo["confirmation_id"]}))
+            assert undone["status"] == "executed" and undone["rewound"]["rewound_by"] == "Alice"
             assert not (vault / "notes" / "risks.md").exists()
 
     anyio.run(session)
     row = confirmations.get(home, approve_id(home))
-    assert row.operator.startswith("Alice (MCP elicitation") and row.status == confirmations.EXECUTED
+    assert row.operator == "Alice" and row.status == confirmations.EXECUTED
+    assert row.operator_auth.startswith("mcp:one-time-code:")
 
 
 def approve_id(home: Home) -> str:
     rows = confirmations.confirmations(home)
-    assert len(rows) == 1
+    assert [row["tool"] for row in rows] == ["write", "rewind"]
     return rows[0]["id"]
 
 
 def test_refusal_by_elicitation_and_by_the_cli(fresh: tuple[Home, Path], capsys: pytest.CaptureFixture) -> None:
     home, vault = fresh
-    refuse = answer_with("refuse", "Bob")
+    refuse = answer_with("refuse", "Bob", home)
 
     async def refused_in_client() -> str:
         async with Client(server(home, vault), elicitation_callback=refuse) as client:
@@ -186,7 +201,7 @@ def test_refusal_by_elicitation_and_by_the_cli(fresh: tuple[Home, Path], capsys:
 
     first = anyio.run(refused_in_client)
     assert not (vault / "notes" / "a.md").exists()
-    assert confirmations.get(home, first).operator.startswith("Bob")
+    assert confirmations.get(home, first).operator == "Bob"
 
     second = anyio.run(pending_without_elicitation)
     assert engram(["agent", "refuse", second, "--by", "carol", "--home", str(home.root), "--vault", str(vault)]) == 0
@@ -219,16 +234,35 @@ def test_a_planted_instruction_does_not_become_a_procedure(fresh: tuple[Home, Pa
     assert procedures.procedures(home) == []
 
 
+def test_a_query_past_its_memory_limit_is_refused(fresh: tuple[Home, Path]) -> None:
+    home, vault = fresh
+    exploding = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l } ORDER BY ?a ?d ?g ?j"
+
+    async def session() -> None:
+        async with Client(server(home, vault, "--query-memory-mb", "64")) as client:
+            started = time.monotonic()
+            refused = error_text(await client.call_tool("query_graph", {"sparql": exploding, "timeout_s": 60}))
+            assert "refused (memory)" in refused or "64 MiB memory limit" in refused
+            assert time.monotonic() - started < 30
+            fine = structured(await client.call_tool("query_graph", {"sparql": "ASK { ?s ?p ?o }"}))
+            assert fine["boolean"] is True
+
+    anyio.run(session)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
-def test_streamable_http_serves_the_same_tools(fresh: tuple[Home, Path]) -> None:
+def test_streamable_http_serves_the_same_tools(fresh: tuple[Home, Path], tmp_path: Path) -> None:
     home, vault = fresh
     port = free_port()
-    parameters = server(home, vault, "--transport", "streamable-http", "--port", str(port))
+    token = "http-token-" + "x" * 24
+    (tmp_path / "token").write_text(token + "\n", encoding="utf-8")
+    parameters = server(home, vault, "--transport", "streamable-http", "--port", str(port),
+                        "--http-token-file", str(tmp_path / "token"))
     process = subprocess.Popen(
         [parameters.command, *parameters.args], cwd=parameters.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -243,7 +277,7 @@ def test_streamable_http_serves_the_same_tools(fresh: tuple[Home, Path]) -> None
                 time.sleep(0.2)
 
         async def session() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            async with Client(with_token(f"http://127.0.0.1:{port}/mcp", token)) as client:
                 assert {tool.name for tool in (await client.list_tools()).tools} >= TOOLS
                 found = structured(await client.call_tool("search", {"query": "Mina Choi", "k": 2}))
                 assert "people/mina-choi.md" in [hit["doc"] for hit in found["results"]]
@@ -252,6 +286,14 @@ def test_streamable_http_serves_the_same_tools(fresh: tuple[Home, Path]) -> None
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def with_token(url: str, token: str) -> Any:
+    """A streamable HTTP client transport that sends the bearer token on every request."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}))
 
 
 def test_git_questions_over_mcp(fresh: tuple[Home, Path], tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ def test_executed_confirmation_is_single_use(home, vault):
     assert confirmations.get(home, pending.confirmation_id).last_refusal.startswith("single-use:")
 
 
-def test_changed_arguments_refuse_and_the_bound_call_executes(home, vault):
+def test_changed_arguments_refuse_and_spend_the_approval(home, vault):
     pending = propose_procedure(home, vault, PREFERENCE, "preference", AGENT, ["user"])
     confirmations.decide(home, pending.confirmation_id, True, "alice")
     call = {
@@ -124,8 +124,13 @@ def test_changed_arguments_refuse_and_the_bound_call_executes(home, vault):
         execute_procedure(home, pending.confirmation_id, arguments=call)
     assert changed.value.binding == "arguments" and "text" in str(changed.value)
     assert procedures.procedures(home) == []
-    call["text"] = PREFERENCE
-    assert execute_procedure(home, pending.confirmation_id, arguments=call)["text"] == PREFERENCE
+    row = confirmations.get(home, pending.confirmation_id)
+    assert row.status == confirmations.FAILED and row.last_refusal.startswith("arguments:")
+    call["text"] = PREFERENCE  # the approval is spent: a retry needs a new proposal and a new decision
+    with pytest.raises(Refused, match="failed when it was executed"):
+        execute_procedure(home, pending.confirmation_id, arguments=call)
+    assert procedures.procedures(home) == []
+    assert confirmations.get(home, pending.confirmation_id).last_refusal == row.last_refusal
 
 
 def test_expired_window_refuses(home, vault):
@@ -141,7 +146,7 @@ def test_expired_window_refuses(home, vault):
         execute_procedure(home, pending.confirmation_id, now=T0 + timedelta(seconds=60))
     assert expired.value.binding == "window"
     assert procedures.procedures(home) == []
-    assert confirmations.get(home, pending.confirmation_id).status == confirmations.APPROVED
+    assert confirmations.get(home, pending.confirmation_id).status == confirmations.FAILED
 
 
 @pytest.mark.parametrize("mode", ["confirm-each-write", TRUSTED_PATHS])
@@ -274,7 +279,7 @@ def test_destination_state_moved_refuses(home, vault):
     with pytest.raises(Refused) as moved:
         execute_procedure(home, two.confirmation_id)
     assert moved.value.binding == "destination" and f"active:{one.confirmation_id}" in str(moved.value)
-    assert confirmations.get(home, two.confirmation_id).status == confirmations.APPROVED
+    assert confirmations.get(home, two.confirmation_id).status == confirmations.FAILED
     assert len(procedures.procedures(home, include_retired=True)) == 1
 
 

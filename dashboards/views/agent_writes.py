@@ -25,6 +25,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboards.stores import confirm, escape_markdown, operator_input, page_header, show_confirmation
+from engramrag.agent.display import safe_text
 from engramrag.catalog.connection import remembered_vault
 from engramrag.decisions.store import DecisionsStoreError
 from engramrag.store import Home, StoreBusy
@@ -33,9 +34,10 @@ VAULT_KEY = "engram_agent_vault"
 VAULT_HOME_KEY = "engram_agent_vault_home"
 VAULT_ENV = "ENGRAM_VAULT"
 PROCEDURE_TOOL = "remember_procedure"
-STATUS_COLOURS = {"pending": "#f59e0b", "approved": "#3b82f6", "executed": "#16a34a", "refused": "#dc2626"}
-AUDIT_COLUMNS = ["issued_at", "status", "tool", "agent", "relative_path", "operator", "decided_at", "executed_at",
-                 "expires_at", "last_refusal", "id"]
+STATUS_COLOURS = {"pending": "#f59e0b", "approved": "#3b82f6", "executed": "#16a34a", "refused": "#dc2626",
+                  "failed": "#7c2d12"}
+AUDIT_COLUMNS = ["issued_at", "status", "tool", "agent", "relative_path", "operator", "operator_auth", "decided_at",
+                 "executed_at", "expires_at", "last_refusal", "id"]
 WARNING_HEADER = re.compile(r"WARNINGS\b")
 
 
@@ -79,8 +81,20 @@ def confirmation_rows(home: Home) -> list[dict[str, Any]]:
     """Every confirmation row (the audit), newest issued first; rows without a window ("unknown") last."""
     from engramrag.agent import confirmations
 
-    rows = list(reversed(confirmations.confirmations(home)))
+    rows = [_shown(row) for row in reversed(confirmations.confirmations(home))]
     return sorted(rows, key=lambda row: (row["issued_at"] != "unknown", row["issued_at"]), reverse=True)
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with the text an agent chose (summary, diff, names, paths) made safe to show: control and bidi
+    characters become visible escapes (``engramrag.agent.display.safe_text``, the CLI's and MCP's rule too)."""
+    shown = dict(row)
+    for key in ("summary", "diff", "agent", "relative_path", "real_path", "last_refusal", "operator"):
+        if shown.get(key) is not None:
+            shown[key] = safe_text(shown[key])
+    if "operator_auth" not in shown:
+        shown["operator_auth"] = None
+    return shown
 
 
 def checkpoint_rows(home: Home) -> list[dict[str, Any]]:
@@ -169,10 +183,11 @@ def _pending(home: Home, vault: Path | None, rows: list[dict[str, Any]], operato
     identity = _identity(vault)
     for row in pending:
         _card(home, vault, identity, row, operator, now)
-    stuck = [row for row in rows if row["status"] == "approved"]
+    stuck = [row for row in rows if row["status"] in ("approved", "failed")]
     if stuck:
-        st.warning(f"{len(stuck)} approved confirmation(s) were not written because execution was refused (see "
-                   "last_refusal in the audit below). A confirmation is single use: ask the agent to propose again.")
+        st.warning(f"{len(stuck)} approved confirmation(s) were not written because execution was refused (status "
+                   "failed; see last_refusal in the audit below). A confirmation is single use: ask the agent to "
+                   "propose again.")
 
 
 def _identity(vault: Path | None) -> str | None:
@@ -252,16 +267,17 @@ def _decide(root: str, vault: str, confirmation_id: str, approve: bool, operator
     """A person's answer, through the one entry point the CLI and the MCP confirm tool use."""
     try:
         from engramrag.agent.confirmations import Refused
+        from engramrag.agent.operators import AUTH_DASHBOARD
     except ImportError as error:
         confirm(f"Deciding is not available here: {error}", ok=False)
         return
     try:
         if approve or vault:
-            result = _workspace(root, vault).decide(confirmation_id, approve, operator)
+            result = _workspace(root, vault).decide(confirmation_id, approve, operator, AUTH_DASHBOARD)
         else:  # refusing writes nothing, so it needs no vault: the same decide Workspace.decide makes
             from engramrag.agent import confirmations
 
-            decided = confirmations.decide(Home(Path(root)), confirmation_id, False, operator)
+            decided = confirmations.decide(Home(Path(root)), confirmation_id, False, operator, auth=AUTH_DASHBOARD)
             result = {"status": decided.status}
     except Refused as refusal:
         what = "approval" if approve else "refusal"
@@ -313,7 +329,7 @@ def _learned(home: Home, vault: Path | None, operator: str) -> None:
 def _note_card(home: Home, vault: Path, note: dict[str, Any], operator: str) -> None:
     path = str(note["path"])
     with st.container(border=True):
-        st.markdown(f"#### {escape_markdown(str(note.get('title') or path))}")
+        st.markdown(f"#### {escape_markdown(safe_text(note.get('title') or path))}")
         st.markdown(f"`{path}` · **by** `{note.get('author') or 'unknown'}` · **learned** "
                     f"{_moment(note.get('learned_at'))}")
         if note.get("approved_before"):
@@ -335,9 +351,9 @@ def _note_card(home: Home, vault: Path, note: dict[str, Any], operator: str) -> 
             st.markdown(f"Source `{source.get('path')}{line}` · {verdict}"
                         + (f" · :red[{escape_markdown(str(problem))}]" if problem else ""))
             if source.get("quote"):
-                st.code(str(source["quote"]), language="markdown", wrap_lines=True)
+                st.code(safe_text(str(source["quote"])), language="markdown", wrap_lines=True)
         with st.expander("The whole note, exactly as it is on disk", expanded=True):
-            st.code(note.get("body", ""), language="markdown", wrap_lines=True)
+            st.code(safe_text(note.get("body", "")), language="markdown", wrap_lines=True)
         st.caption(f"Approving approves exactly these bytes: `{note.get('hash')}`. If the note changes before you "
                    "press the button, the approval is refused and the page shows the new version.")
         if note.get("quote_problem"):
@@ -437,7 +453,7 @@ def _procedures(home: Home) -> None:
     table = pd.DataFrame(
         {
             "kind": [item.get("kind") for item in items],
-            "text": [item.get("text") for item in items],
+            "text": [safe_text(item.get("text")) for item in items],
             "proposed by": [item.get("agent") for item in items],
             "sources": [", ".join(str(source) for source in item.get("sources") or []) for item in items],
             "confirmed by": [item.get("confirmed_by") or item.get("operator") for item in items],

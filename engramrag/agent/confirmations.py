@@ -27,12 +27,13 @@ PENDING = "pending"
 APPROVED = "approved"
 REFUSED = "refused"
 EXECUTED = "executed"
+FAILED = "failed"
 UNKNOWN = "unknown"
 
 _COLUMNS = (
     "id, tool, agent, mode, arguments_text, arguments_hash, vault_id, relative_path, real_path, prior_state, "
     "domain, issued_at, expires_at, policy_version, summary, diff, status, operator, decided_at, executed_at, "
-    "written_state, checkpoint_id, last_refusal, last_refusal_at"
+    "written_state, checkpoint_id, last_refusal, last_refusal_at, operator_auth"
 )
 
 
@@ -81,6 +82,7 @@ class Confirmation:
     checkpoint_id: str | None
     last_refusal: str | None
     last_refusal_at: str | None
+    operator_auth: str | None = None
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -158,15 +160,36 @@ def issue(
     return Confirmation(*row)
 
 
-def decide(home: Home, confirmation_id: str, approve: bool, operator: str, now: datetime | None = None) -> Confirmation:
-    """Record a person's (or a policy's) approval or refusal on the row: who, and when.
+def decide(
+    home: Home,
+    confirmation_id: str,
+    approve: bool,
+    operator: str,
+    now: datetime | None = None,
+    auth: str | None = None,
+) -> Confirmation:
+    """Record a person's (or a policy's) approval or refusal on the row: who, when, and how they were known.
 
     The one entry point for both answers. Only a pending row can be decided; approving a row whose window has
-    passed is refused (refusing it is always possible, so the record can say no).
+    passed is refused (refusing it is always possible, so the record can say no). ``auth`` says how the
+    operator was authenticated (see :mod:`engramrag.agent.operators`); a refusal here is noted on the row.
     """
     if not isinstance(operator, str) or not operator.strip():
         raise ValueError("a decision needs an operator: who decided it")
     moment = now or _utcnow()
+    if auth is None:
+        auth = "policy" if operator.strip().startswith("policy:") else "unverified-name"
+    try:
+        return _decide(home, confirmation_id, approve, operator, moment, auth)
+    except Refused as refusal:
+        if refusal.binding != "unknown-confirmation":
+            record_refusal(home, confirmation_id, refusal, moment)
+        raise
+
+
+def _decide(
+    home: Home, confirmation_id: str, approve: bool, operator: str, moment: datetime, auth: str
+) -> Confirmation:
     with _write(home) as connection:
         current = _row(connection, confirmation_id)
         if current.status != PENDING:
@@ -179,9 +202,9 @@ def decide(home: Home, confirmation_id: str, approve: bool, operator: str, now: 
             check_window(current, moment)
             check_confirmer(current, operator)
         row = connection.execute(
-            f"UPDATE agent_confirmations SET status = ?, operator = ?, decided_at = ? WHERE id = ? "
+            f"UPDATE agent_confirmations SET status = ?, operator = ?, decided_at = ?, operator_auth = ? WHERE id = ? "
             f"RETURNING {_COLUMNS}",
-            (APPROVED if approve else REFUSED, operator.strip(), _iso(moment), confirmation_id),
+            (APPROVED if approve else REFUSED, operator.strip(), _iso(moment), auth, confirmation_id),
         ).fetchone()
     return Confirmation(*row)
 
@@ -228,6 +251,12 @@ def check_status(row: Confirmation) -> None:
         raise Refused("single-use", f"confirmation {row.id} was already used at {row.executed_at}; it is single use.")
     if row.status == REFUSED:
         raise Refused("decision", f"confirmation {row.id} was refused by {row.operator} at {row.decided_at}.")
+    if row.status == FAILED:
+        raise Refused(
+            "single-use",
+            f"confirmation {row.id} failed when it was executed at {row.last_refusal_at} (see its last_refusal); "
+            "it is spent. Propose the write again for a new confirmation.",
+        )
     if row.status != APPROVED:
         raise Refused("decision", f"confirmation {row.id} is still pending; a person must decide it first.")
 
@@ -266,12 +295,29 @@ def confirmations(home: Home) -> list[dict[str, Any]]:
     return [Confirmation(*row).audit() for row in rows]
 
 
-def record_refusal(home: Home, confirmation_id: str, refusal: Refused, now: datetime | None = None) -> None:
-    """Note on the row why its execution was refused, so the audit shows attempts that did not write."""
+def record_refusal(
+    home: Home, confirmation_id: str, refusal: Refused, now: datetime | None = None, fail: bool = False
+) -> None:
+    """Note on the row why a proposal, decision or execution was refused, so the audit shows every attempt.
+
+    With ``fail`` (an execution refused), an approved row becomes ``failed``: the approval is spent and the
+    write cannot be retried silently; the agent proposes again and a person decides again. A failed row keeps
+    the refusal that failed it.
+    """
+    refusal.confirmation_id = confirmation_id  # type: ignore[attr-defined]  # so no caller records it twice
     with _write(home) as connection:
         connection.execute(
-            "UPDATE agent_confirmations SET last_refusal = ?, last_refusal_at = ? WHERE id = ?",
-            (f"{refusal.binding}: {refusal}", _iso(now or _utcnow()), confirmation_id),
+            "UPDATE agent_confirmations SET last_refusal = ?, last_refusal_at = ?, "
+            "status = CASE WHEN ? AND status = ? THEN ? ELSE status END WHERE id = ? AND status <> ?",
+            (
+                f"{refusal.binding}: {refusal}",
+                _iso(now or _utcnow()),
+                int(fail),
+                APPROVED,
+                FAILED,
+                confirmation_id,
+                FAILED,
+            ),
         )
 
 
@@ -322,6 +368,7 @@ def _iso(moment: datetime) -> str:
 __all__ = [
     "APPROVED",
     "EXECUTED",
+    "FAILED",
     "PENDING",
     "REFUSED",
     "UNKNOWN",

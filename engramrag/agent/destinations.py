@@ -6,14 +6,22 @@ the destination is resolved to a vault identity, a real path and the file's stat
 "absent") when the confirmation is issued, resolved again at execution, and any difference refuses. Every
 path component is opened relative to its parent with ``O_NOFOLLOW``, so a symlink anywhere on the way is
 refused rather than followed, even one swapped in after the check.
+
+Execution reads the file once (:func:`snapshot`), checks those bytes against the row, builds the new content
+from the same bytes, and lands it with :func:`replace_exactly`: the new file is swapped in atomically
+(``renameat2(RENAME_EXCHANGE)``) and the bytes it displaced are checked against the bound state; anything
+else is swapped back and refused. So however the file is replaced meanwhile, a write lands over exactly the
+bytes that were bound, or not at all.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
@@ -98,10 +106,17 @@ def _inside_parts(path: str, act: str) -> tuple[str, ...]:
 
 def resolve(vault: str | os.PathLike[str], path: str, config: VaultConfig | None = None) -> Destination:
     """Resolve ``path`` inside ``vault`` now: refused if it escapes, passes a symlink, or is not a regular file."""
+    return snapshot(vault, path, config)[0]
+
+
+def snapshot(
+    vault: str | os.PathLike[str], path: str, config: VaultConfig | None = None
+) -> tuple[Destination, bytes | None]:
+    """The resolved destination and the very bytes its state was computed from (one read, no symlinks)."""
     parts = relative_parts(path, config)
     root = Path(vault).resolve()
     data = read_bytes(root, parts)
-    return Destination(vault_identity(root), "/".join(parts), str(root.joinpath(*parts)), bytes_state(data))
+    return Destination(vault_identity(root), "/".join(parts), str(root.joinpath(*parts)), bytes_state(data)), data
 
 
 def read_bytes(root: Path, parts: tuple[str, ...]) -> bytes | None:
@@ -137,6 +152,82 @@ def write_bytes(root: Path, parts: tuple[str, ...], data: bytes) -> None:
                 os.unlink(temporary, dir_fd=directory)
             raise
         os.fsync(directory)
+
+
+def replace_exactly(root: Path, parts: tuple[str, ...], data: bytes, expected: str) -> None:
+    """Write ``data`` at the path only over a file whose bytes have the state ``expected`` (or, for ``absent``,
+    only where no file is), atomically; anything else refuses and leaves what is there untouched.
+
+    The new file is written and fsynced beside the target, then exchanged with it in one step, and the bytes
+    it displaced are hashed: they are what the write really replaced, whatever happened before the swap. If
+    they are not the expected bytes, the two are exchanged back and the write is refused.
+    """
+    where = "/".join(parts)
+    with _parent(root, parts, create=True) as directory:
+        temporary = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=directory)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if expected == ABSENT:
+                try:
+                    os.link(temporary, parts[-1], src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=False)
+                except FileExistsError:
+                    raise _moved(where, expected, "a file that appeared meanwhile") from None
+            else:
+                try:
+                    _exchange(directory, temporary, parts[-1])
+                except FileNotFoundError:
+                    raise _moved(where, expected, "no file (it was removed meanwhile)") from None
+                displaced = _state_at(directory, temporary)
+                if displaced != expected:
+                    _exchange(directory, temporary, parts[-1])
+                    if _state_at(directory, temporary) != bytes_state(data):
+                        _exchange(directory, temporary, parts[-1])  # a writer came in between: keep theirs
+                    raise _moved(where, expected, displaced)
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=directory)
+        os.fsync(directory)
+
+
+def _moved(where: str, expected: str, found: str) -> Refused:
+    return Refused(
+        "destination",
+        f"{where} changed while the write was being made: it was {expected} when checked and the write would have "
+        f"replaced {found}. Nothing was written; propose the write again.",
+    )
+
+
+def _state_at(directory: int, name: str) -> str:
+    try:
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    except OSError as error:
+        return f"unreadable ({error.strerror})"
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return "not a regular file"
+        return bytes_state(handle.read())
+
+
+_RENAME_EXCHANGE = 2
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _exchange(directory: int, first: str, second: str) -> None:
+    """Swap two names in one folder atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``)."""
+    function = getattr(_libc, "renameat2", None)
+    if function is None:
+        raise Refused(
+            "destination",
+            "this system cannot swap files atomically (renameat2 with RENAME_EXCHANGE is Linux-only); agent "
+            "writes over existing notes are refused here rather than risk writing over unchecked bytes.",
+        )
+    if function(directory, os.fsencode(first), directory, os.fsencode(second), _RENAME_EXCHANGE) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number), second)
 
 
 def delete(root: Path, parts: tuple[str, ...]) -> None:
@@ -188,7 +279,9 @@ __all__ = [
     "read_bytes",
     "readable_parts",
     "relative_parts",
+    "replace_exactly",
     "resolve",
+    "snapshot",
     "vault_identity",
     "write_bytes",
 ]

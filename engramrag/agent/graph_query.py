@@ -14,11 +14,16 @@ too, because Oxigraph would send the query to that URL: a read tool must not be 
 The default graph is the union of the named graphs, so ``SELECT ?s WHERE { ?s ?p ?o }`` sees every
 document; ``GRAPH ?g { ... }`` still names the document a triple came from. The project's prefixes
 (``engram:``, ``rel:``, ``kind:``, ``prov:``, ``pav:`` ...) are predeclared; a query's own PREFIX wins.
+
+Memory is bounded too: a join or an ORDER BY over a cross product can take gigabytes in seconds, long before
+the timeout. The child caps its own address space (``RLIMIT_AS``) at what it uses once the store is open plus
+``memory_mb``, so such a query fails inside the child and the parent says which limit it passed.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import re
 import time
 from multiprocessing.connection import Connection
@@ -44,6 +49,8 @@ from engramrag.store import Home
 MAX_LIMIT = 10_000
 MAX_TIMEOUT_S = 120.0
 MAX_QUERY_CHARS = 100_000
+DEFAULT_MEMORY_MB = 1024
+MAX_MEMORY_MB = 16 * 1024
 STARTUP_LIMIT_S = 60.0  # starting the child and opening the store, not counted against the query's timeout
 BATCH_ROWS = 256
 START_METHOD = "forkserver"
@@ -91,6 +98,10 @@ class QueryRefused(QueryError):
     """The query would change the graph or reach outside it; nothing was run."""
 
 
+class QueryMemoryExceeded(QueryError, MemoryError):
+    """The query needed more memory than its limit; its process stopped and nothing was returned."""
+
+
 class QueryTimeout(QueryError, TimeoutError):
     """The query ran past its time limit and its process (``pid``) was killed. Also a QueryError, so a caller
     that reports bad queries to the agent reports this one too."""
@@ -100,21 +111,25 @@ class QueryTimeout(QueryError, TimeoutError):
         self.pid = pid
 
 
-def query_graph(home: Home, sparql: str, limit: int = 200, timeout_s: float = 10.0) -> dict[str, Any]:
+def query_graph(
+    home: Home, sparql: str, limit: int = 200, timeout_s: float = 10.0, memory_mb: int = DEFAULT_MEMORY_MB
+) -> dict[str, Any]:
     """Run a read-only SPARQL query over the home's quad store.
 
     Returns ``{"form", "variables", "rows", "truncated", "elapsed_ms"}``; a row maps each bound variable to
     ``{"type": "iri"|"literal"|"bnode", "value", "datatype"?, "language"?}`` (SPARQL JSON results: plain
     strings carry no datatype). ASK gives ``{"form": "ask", "boolean"}``; CONSTRUCT and DESCRIBE give rows of
     subject, predicate and object. ``limit`` (at most 10,000) caps the rows and ``timeout_s`` (at most 120)
-    the time the query may run. Raises QueryRefused, QueryError or QueryTimeout."""
+    the time the query may run, ``memory_mb`` the memory it may take beyond the open store. Raises
+    QueryRefused, QueryError, QueryTimeout or QueryMemoryExceeded."""
     limit = _bounded_int(limit, "limit", MAX_LIMIT)
+    memory_mb = _bounded_int(memory_mb, "memory_mb", MAX_MEMORY_MB)
     timeout_s = _bounded_seconds(timeout_s)
     form = query_form(sparql)
     if not home.quads_path.exists():
         raise QueryError(f"{home.root} has no quad store yet; run `engram build` first.")
     with home.reading():
-        return _run_in_child(home.quads_path, sparql, form, limit, timeout_s)
+        return _run_in_child(home.quads_path, sparql, form, limit, timeout_s, memory_mb)
 
 
 def query_form(sparql: str) -> str:
@@ -159,16 +174,19 @@ def _bounded_seconds(value: float) -> float:
     return min(float(value), MAX_TIMEOUT_S)
 
 
-def _run_in_child(quads_path: Path, sparql: str, form: str, limit: int, timeout_s: float) -> dict[str, Any]:
+def _run_in_child(
+    quads_path: Path, sparql: str, form: str, limit: int, timeout_s: float, memory_mb: int
+) -> dict[str, Any]:
     context = multiprocessing.get_context(START_METHOD)
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(
-        target=_child_main, args=(sender, str(quads_path), sparql, limit), name="engram-query-graph", daemon=True
+        target=_child_main, args=(sender, str(quads_path), sparql, limit, memory_mb), name="engram-query-graph",
+        daemon=True,
     )
     process.start()
     sender.close()
     try:
-        return _collect(receiver, process, form, limit, timeout_s)
+        return _collect(receiver, process, form, limit, timeout_s, memory_mb)
     finally:
         receiver.close()
         if process.is_alive():
@@ -176,7 +194,9 @@ def _run_in_child(quads_path: Path, sparql: str, form: str, limit: int, timeout_
         process.join(10)
 
 
-def _collect(receiver: Connection, process, form: str, limit: int, timeout_s: float) -> dict[str, Any]:
+def _collect(
+    receiver: Connection, process, form: str, limit: int, timeout_s: float, memory_mb: int
+) -> dict[str, Any]:
     deadline = time.monotonic() + STARTUP_LIMIT_S
     started: float | None = None
     variables: list[str] = []
@@ -192,9 +212,10 @@ def _collect(receiver: Connection, process, form: str, limit: int, timeout_s: fl
             message = receiver.recv()
         except EOFError:
             process.join(5)
+            if started is not None:
+                raise _over_memory(memory_mb, f"exit code {process.exitcode}") from None
             raise QueryError(
-                f"the query process ended without an answer (exit code {process.exitcode}); it may have run out "
-                "of memory. Add a LIMIT or narrow the query."
+                f"the query process ended before the store was open (exit code {process.exitcode}); try again."
             ) from None
         kind = message[0]
         if kind == "ready":
@@ -208,6 +229,8 @@ def _collect(receiver: Connection, process, form: str, limit: int, timeout_s: fl
             boolean = message[1]
         elif kind == "error":
             raise QueryError(message[1])
+        elif kind == "memory":
+            raise _over_memory(memory_mb, "out of memory")
         elif kind == "done":
             elapsed_ms = round((time.monotonic() - (started or time.monotonic())) * 1000, 1)
             if form == "ask":
@@ -237,8 +260,33 @@ def _stopped(process, was_running: bool, timeout_s: float) -> QueryTimeout:
     )
 
 
-def _child_main(sender: Connection, quads_path: str, sparql: str, limit: int) -> None:
-    """The child process: open the store read-only, run the query, stream up to ``limit + 1`` rows."""
+def _over_memory(memory_mb: int, how: str) -> QueryMemoryExceeded:
+    return QueryMemoryExceeded(
+        f"refused (memory): the query needed more than its {memory_mb:,} MiB memory limit and was stopped ({how}); "
+        "nothing was returned. Add a LIMIT, avoid ORDER BY or GROUP BY over a cross product, or narrow it to one "
+        "document with GRAPH <document IRI> { ... }."
+    )
+
+
+def _cap_memory(memory_mb: int) -> None:
+    """Limit this process's address space to what it uses now plus ``memory_mb`` (Linux; elsewhere no cap)."""
+    import resource
+
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            in_use = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return
+    ceiling = in_use + memory_mb * 1024 * 1024
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
+
+
+def _child_main(sender: Connection, quads_path: str, sparql: str, limit: int, memory_mb: int) -> None:
+    """The child process: open the store read-only, cap its memory, run the query, stream up to ``limit + 1``
+    rows."""
     import pyoxigraph as ox
 
     from engramrag.ontology.quadstore import QuadStore
@@ -249,6 +297,7 @@ def _child_main(sender: Connection, quads_path: str, sparql: str, limit: int) ->
         except OSError as error:
             sender.send(("error", f"the quad store at {quads_path} could not be opened read-only: {error}"))
             return
+        _cap_memory(memory_mb)
         sender.send(("ready",))
         try:
             # QuadStore.query takes no options; the union default graph and prefixes need the store's own call.
@@ -264,6 +313,9 @@ def _child_main(sender: Connection, quads_path: str, sparql: str, limit: int) ->
                 _stream(sender, (_triple(triple) for triple in result), limit)
         except SyntaxError as error:
             sender.send(("error", f"SPARQL syntax error: {error}"))
+            return
+        except MemoryError:
+            sender.send(("memory",))
             return
         except OSError as error:
             sender.send(("error", f"the query failed while reading the store: {error}"))
@@ -331,6 +383,7 @@ __all__ = [
     "MAX_TIMEOUT_S",
     "PREFIXES",
     "QueryError",
+    "QueryMemoryExceeded",
     "QueryRefused",
     "QueryTimeout",
     "query_form",

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from engramrag.agent.display import safe_text
 from engramrag.lifecycle.scan import scan_vault
 from engramrag.vault.config import VaultConfig
 
@@ -85,8 +86,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _BLOB = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}")
 _MARKUP = str.maketrans("", "", "*_`~")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-# Full-width and small angle brackets read as tag delimiters to a model as easily as ASCII ones.
-_LOOKALIKES = str.maketrans({"＜": "&#xFF1C;", "＞": "&#xFF1E;", "﹤": "&#xFE64;", "﹥": "&#xFE65;"})
+# Angle-bracket look-alikes read as tag delimiters to a model as easily as ASCII ones: full-width and small
+# forms, CJK and mathematical angle brackets, single and double guillemets, modifier-letter and Canadian
+# syllabics arrowheads, ornamental brackets. Each becomes its numeric character reference.
+LOOKALIKE_BRACKETS = (
+    "\uff1c\uff1e\ufe64\ufe65"  # ＜＞﹤﹥ full-width, small
+    "\u3008\u3009\u300a\u300b\u2329\u232a"  # 〈〉《》〈〉 CJK and technical angle brackets
+    "\u27e8\u27e9\u27ea\u27eb"  # ⟨⟩⟪⟫ mathematical
+    "\u2039\u203a\u00ab\u00bb"  # ‹›«» guillemets
+    "\u02c2\u02c3\u1438\u1433"  # ˂˃ᐸᐳ modifier letters, Canadian syllabics
+    "\u276c\u276d\u276e\u276f\u2770\u2771"  # ❬❭❮❯❰❱ ornaments
+    "\u29fc\u29fd\u2991\u2992\u2993\u2994"  # ⧼⧽⦑⦒⦓⦔
+)
+_LOOKALIKES = str.maketrans({character: f"&#x{ord(character):X};" for character in LOOKALIKE_BRACKETS})
 
 
 def looks_like_instruction(text: str) -> list[str]:
@@ -137,7 +149,8 @@ def found_in_vault(vault: str | os.PathLike[str], text: str, config: VaultConfig
 def render_for_model(items: Iterable[Mapping[str, Any]]) -> str:
     """Confirmed procedures as one external-content block a model may read but should not obey.
 
-    Every stored value is escaped (``&``, ``<``, ``>`` and their full-width look-alikes), and each text line is
+    Every stored value is escaped (``&``, ``<``, ``>`` and their look-alikes, ``LOOKALIKE_BRACKETS``), control
+    and bidi characters are shown as visible escapes, and each text line is
     indented under its procedure, so a stored ``</external-content>`` or a fake ``<system>`` block stays text.
     """
     lines = [PREAMBLE, f'<external-content source="{SOURCE}" trust="{TRUST}">']
@@ -161,7 +174,7 @@ def render_for_model(items: Iterable[Mapping[str, Any]]) -> str:
 
 
 def _escape(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=False).translate(_LOOKALIKES)
+    return safe_text(html.escape("" if value is None else str(value), quote=False).translate(_LOOKALIKES))
 
 
 def _snippet(text: str, limit: int = 60) -> str:
@@ -221,6 +234,7 @@ def _read_bounded(path: Path) -> str | None:
 
 
 __all__ = [
+    "LOOKALIKE_BRACKETS",
     "MAX_HITS",
     "MAX_SCAN_BYTES",
     "MIN_MATCH_CHARS",

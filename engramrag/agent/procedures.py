@@ -134,7 +134,7 @@ def execute_procedure(
         return _execute(home, confirmation_id, arguments, moment)
     except Refused as refusal:
         if refusal.binding != "unknown-confirmation":
-            confirmations.record_refusal(home, confirmation_id, refusal, moment)
+            confirmations.record_refusal(home, confirmation_id, refusal, moment, fail=True)
         raise
 
 

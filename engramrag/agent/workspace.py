@@ -21,9 +21,11 @@ from engramrag.agent import (
     confirmations,
     graph_query,
     learn,
+    limits,
     note_review,
     procedures,
     reading,
+    rewinds,
     writes,
 )
 from engramrag.agent import policy as write_policy
@@ -48,6 +50,9 @@ class AgentConfig:
     )
     window_s: float = field(default=900.0, metadata={"help": "How long a confirmation may wait for a person."})
     search_k: int = field(default=8, metadata={"help": "Documents a search returns unless the agent asks."})
+    query_memory_mb: int = field(
+        default=graph_query.DEFAULT_MEMORY_MB, metadata={"help": "Memory a query_graph query may take (MiB)."}
+    )
 
     @property
     def policy(self) -> Policy:
@@ -99,13 +104,18 @@ class Workspace:
 
     def query_graph(self, sparql: str, limit: int = 200, timeout_s: float = 10.0) -> dict[str, Any]:
         """A read-only SPARQL query over the named graphs, cut at ``limit`` rows and ``timeout_s`` seconds."""
-        return graph_query.query_graph(self.home, sparql, limit=limit, timeout_s=timeout_s)
+        return graph_query.query_graph(
+            self.home, sparql, limit=limit, timeout_s=timeout_s, memory_mb=self.config.query_memory_mb
+        )
 
     # writing --------------------------------------------------------------------------------------
 
     def write(self, path: str, content: str, domain: FieldDomain | None = None) -> dict[str, Any]:
         """Propose creating or replacing a note; pending until a person decides (unless on a trusted path)."""
-        outcome = writes.propose_write(self.home, self.vault, path, content, self.config.agent, self.policy(), domain)
+        with self._proposal("write", {"path": path, "content": content}):
+            outcome = writes.propose_write(
+                self.home, self.vault, path, content, self.config.agent, self.policy(), domain
+            )
         return _outcome(outcome)
 
     def edit(
@@ -116,13 +126,15 @@ class Workspace:
         domain: FieldDomain | None = None,
     ) -> dict[str, Any]:
         """Propose front-matter field updates and/or whole-section replacements on an existing note."""
-        change = Edit(fields=fields or {}, sections=sections or {})
-        outcome = writes.propose_edit(self.home, self.vault, path, change, self.config.agent, self.policy(), domain)
+        with self._proposal("edit", {"path": path, "changes": {"fields": fields or {}, "sections": sections or {}}}):
+            change = Edit(fields=fields or {}, sections=sections or {})
+            outcome = writes.propose_edit(self.home, self.vault, path, change, self.config.agent, self.policy(), domain)
         return _outcome(outcome)
 
     def learn(self, title: str, body: str, sources: list[Any]) -> dict[str, Any]:
         """Record a verified note in learned/ (duplicate, source and quote checks first); held until approved."""
-        result = learn.learn(self.home, self.vault, title, body, sources, self.config.agent, self.policy())
+        with self._proposal("learn", {"title": title, "body": body, "sources": sources}):
+            result = learn.learn(self.home, self.vault, title, body, sources, self.config.agent, self.policy())
         return {
             "path": result.path,
             "checks": list(result.checks),
@@ -133,9 +145,12 @@ class Workspace:
 
     def remember_procedure(self, text: str, kind: str, sources: list[str]) -> dict[str, Any]:
         """Propose a procedure for procedural memory; it always waits for a person, whatever the mode."""
-        policy = self.policy()
-        write_policy.remember(self.home, policy.version, policy.text)  # the row names it; keep what it names
-        pending = procedures.propose_procedure(self.home, self.vault, text, kind, self.config.agent, sources, policy)
+        with self._proposal(PROCEDURE_TOOL, {"text": text, "kind": kind, "sources": sources}):
+            policy = self.policy()
+            write_policy.remember(self.home, policy.version, policy.text)  # the row names it; keep what it names
+            pending = procedures.propose_procedure(
+                self.home, self.vault, text, kind, self.config.agent, sources, policy
+            )
         return _outcome(pending)
 
     def procedures(self) -> dict[str, Any]:
@@ -153,13 +168,14 @@ class Workspace:
     def confirmation(self, confirmation_id: str) -> dict[str, Any]:
         return confirmations.get(self.home, confirmation_id).audit()
 
-    def decide(self, confirmation_id: str, approve: bool, operator: str) -> dict[str, Any]:
+    def decide(self, confirmation_id: str, approve: bool, operator: str, auth: str | None = None) -> dict[str, Any]:
         """A person's answer: approving executes the bound write now; refusing records the refusal.
 
-        If execution is refused (a binding moved since the row was issued), the refusal is on the row and
-        is raised as :class:`confirmations.Refused`; nothing was written.
+        ``auth`` says how the operator was authenticated (``engramrag.agent.operators.AUTH_*``). If execution
+        is refused (a binding moved since the row was issued), the refusal is on the row, the row is failed,
+        and it is raised as :class:`confirmations.Refused`; nothing was written.
         """
-        decided = confirmations.decide(self.home, confirmation_id, approve, operator)
+        decided = confirmations.decide(self.home, confirmation_id, approve, operator, auth=auth)
         if not approve:
             return {"confirmation_id": confirmation_id, "status": decided.status, "operator": decided.operator}
         if decided.tool != PROCEDURE_TOOL:
@@ -167,6 +183,9 @@ class Workspace:
         if decided.tool == PROCEDURE_TOOL:
             stored = procedures.execute_procedure(self.home, confirmation_id)
             return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, "procedure": stored}
+        if decided.tool == rewinds.TOOL:
+            rewound = rewinds.execute(self.home, self.vault, confirmation_id)
+            return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, "rewound": rewound}
         done = writes.execute(self.home, self.vault, confirmation_id)
         return {"confirmation_id": confirmation_id, "status": confirmations.EXECUTED, **asdict(done)}
 
@@ -177,7 +196,7 @@ class Workspace:
                 json.loads(row.domain), self.policy().rules, row.relative_path, row.operator
             )
         except confirmations.Refused as refusal:
-            confirmations.record_refusal(self.home, row.id, refusal)
+            confirmations.record_refusal(self.home, row.id, refusal, fail=True)  # approved, now spent
             raise
 
     def checkpoints(self) -> list[dict[str, Any]]:
@@ -199,6 +218,11 @@ class Workspace:
 
     def reject_note(self, path: str, operator: str, note: str = "") -> dict[str, Any]:
         return approvals.reject_note(self.home, self.vault, path, operator, note)
+
+    def _proposal(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Size limit first; a refusal before a row exists is recorded as a refused row (see limits)."""
+        call = {"tool": tool, **arguments, "agent": self.config.agent}
+        return limits.recorded_proposal(self.home, self.vault, tool, self.config.agent, self.config.mode, call)
 
     # lifetime -------------------------------------------------------------------------------------
 

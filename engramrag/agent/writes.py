@@ -131,7 +131,7 @@ def execute(
         return _execute(home, Path(vault).resolve(), confirmation_id, arguments, moment)
     except Refused as refusal:
         if refusal.binding != "unknown-confirmation":
-            confirmations.record_refusal(home, confirmation_id, refusal, moment)
+            confirmations.record_refusal(home, confirmation_id, refusal, moment, fail=True)
         raise
 
 
@@ -223,7 +223,7 @@ def _execute(
     if row.tool not in ("write", "edit"):
         raise Refused("tool", f"{row.id} confirms a {row.tool}, not a note write; it is executed by its own tool.")
     bound = confirmations.check_spendable(row, moment, arguments)
-    destination = destinations.resolve(root, bound["path"])
+    destination, prior = destinations.snapshot(root, bound["path"])  # the one read: checked, edited, displaced
     for name, now_value in destination.as_row().items():
         then_value = getattr(row, "prior_state" if name == "state" else name)
         if now_value != then_value:
@@ -233,7 +233,6 @@ def _execute(
                 "now (a file replaced, created or moved in between). Nothing was written; propose again.",
             )
     parts = destinations.relative_parts(destination.relative_path)
-    prior = destinations.read_bytes(root, parts)
     new = _render(bound, prior)
     FieldDomain.from_row(json.loads(row.domain)).check(*_changes(prior, new), destination.relative_path)
     written = destinations.bytes_state(new)
@@ -243,7 +242,10 @@ def _execute(
             connection, home, destination.vault_id, row.id, [(destination.relative_path, prior, written)], moment
         )
         confirmations.mark_executed(connection, row.id, written, checkpoint_id, moment)
-        destinations.write_bytes(root, parts, new)
+        try:
+            destinations.replace_exactly(root, parts, new, row.prior_state)
+        except OSError as error:
+            raise Refused("destination", f"{destination.relative_path} could not be written ({error}).") from error
     return Executed(row.id, destination.relative_path, checkpoint_id, written, row.operator or "")
 
 

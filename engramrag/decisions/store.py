@@ -210,12 +210,55 @@ def _v4_agent_policies(connection: sqlite3.Connection) -> None:
             )
 
 
+def _v5_operator_authentication(connection: sqlite3.Connection) -> None:
+    """Who decided an agent write, and how that person was authenticated (``operator_auth``); a ``failed``
+    status for an approved write whose execution was refused, so it cannot be retried silently; and the
+    one-time codes a person types into an MCP confirmation (only their blake2b hash is kept).
+
+    SQLite cannot alter a CHECK constraint, and rebuilding ``agent_confirmations`` would trip the foreign key
+    from ``agent_checkpoints``; widening the status list only admits more rows, which SQLite documents as a
+    safe edit of the stored schema text, so that text is edited in place (every other column is kept)."""
+    old = "status IN ('pending', 'approved', 'refused', 'executed')"
+    new = "status IN ('pending', 'approved', 'refused', 'executed', 'failed')"
+    (sql,) = connection.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'agent_confirmations'"
+                                ).fetchone()
+    if old not in sql:
+        raise DecisionsStoreError("agent_confirmations has an unexpected status constraint; cannot add 'failed'")
+    version = connection.execute("PRAGMA schema_version").fetchone()[0]
+    connection.execute("PRAGMA writable_schema = ON")
+    try:
+        connection.execute(
+            "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'agent_confirmations'",
+            (sql.replace(old, new),),
+        )
+        connection.execute(f"PRAGMA schema_version = {version + 1}")
+    finally:
+        connection.execute("PRAGMA writable_schema = OFF")
+    connection.execute("ALTER TABLE agent_confirmations ADD COLUMN operator_auth TEXT")
+    connection.execute(
+        """
+        CREATE TABLE operator_codes (
+            id TEXT PRIMARY KEY,
+            code_hash TEXT NOT NULL UNIQUE,
+            operator TEXT NOT NULL CHECK (trim(operator) <> ''),
+            confirmation_id TEXT NOT NULL,
+            issued_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            used_at TEXT,
+            used_for TEXT,
+            failures INTEGER NOT NULL DEFAULT 0
+        )
+        """
+    )
+
+
 # MIGRATIONS[n] upgrades a file at user_version n to n + 1. Append only; never edit a shipped migration.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_verdicts,
     _v2_agent_confirmations,
     _v3_note_approvals,
     _v4_agent_policies,
+    _v5_operator_authentication,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
