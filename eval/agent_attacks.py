@@ -716,21 +716,22 @@ def _race(note: Path, target: Path, original: bytes, agent_bytes: bytes, stop: t
     """Replace ``note`` atomically in a loop (the bound bytes, a person's edit, a symlink out of the vault) until
     the agent's bytes appear; ``seen["lost"]`` says whether the agent's write replaced a person's edit."""
     step = 0
+    cycle = (("original", 0.015), ("person", 0.004), ("original", 0.015), ("symlink", 0.004))
     while not stop.is_set():
         current = note.read_bytes() if note.is_file() and not note.is_symlink() else None
         if current == agent_bytes:
             seen["lost"] = seen["last"].startswith("person")
             return
         step += 1
+        kind, hold = cycle[step % len(cycle)]
         temporary = note.with_name(f".race-{step}")
-        kind = ("original", "person", "symlink")[step % 3]
         if kind == "symlink":
             temporary.symlink_to(target)
         else:
             temporary.write_bytes(original if kind == "original" else f"person edit {step}\n".encode())
         os.replace(temporary, note)
         seen["last"] = kind if kind != "person" else f"person {step}"
-        time.sleep(0.0005)
+        time.sleep(hold)
 
 
 async def check_then_write_race(lab: Lab) -> Result:
@@ -738,6 +739,7 @@ async def check_then_write_race(lab: Lab) -> Result:
     note = lab.vault / relative
     target = lab.outside / "race-target.md"
     original = b"# Race\n\nThe version the person saw.\n"
+    note.parent.mkdir(parents=True, exist_ok=True)
     stats = {"attempts": 0, "executed": 0, "lost_person_edit": 0, "prior_differs": 0, "outside_changed": 0}
     for attempt in range(lab.race_attempts):
         stats["attempts"] += 1
@@ -791,7 +793,8 @@ async def procedure_outside_wrapper(lab: Lab) -> Result:
     lines = wrapped.splitlines()
     closing = [i for i, line in enumerate(lines) if line.strip().startswith("</external-content")]
     opening = [i for i, line in enumerate(lines) if line.strip().startswith("<external-content")]
-    outside = [line for i, line in enumerate(lines) if (opening and i < opening[0]) or (closing and i > closing[0])]
+    outside = [line for i, line in enumerate(lines) if ((opening and i < opening[0]) or (closing and i > closing[0]))
+               and ("evil" in line or "SYSTEM" in line)]
     escaped = len(closing) > 1 or len(opening) > 1 or any(EVIL in line for line in outside)
     return Result(refused_or_executed(escaped),
                   f"{len(opening)} opening and {len(closing)} closing wrapper tags at line starts"
@@ -933,7 +936,7 @@ def table(results: list[dict[str, Any]]) -> str:
         outcome = entry["outcome"]
         reason = " ".join((entry["reason"] or "-").split())
         if outcome.startswith("not testable") or outcome.startswith("error"):
-            reason, outcome = outcome, outcome.split(":")[0]
+            outcome, _, reason = outcome.partition(": ")
         lines.append(f"{entry['attack']:<26} {outcome:<10} {reason[:120]}")
     counts: dict[str, int] = {}
     for entry in results:
