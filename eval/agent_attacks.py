@@ -902,7 +902,8 @@ def build(root: Path) -> float:
     started = time.monotonic()
     done = subprocess.run([*engram_command(), "build", "--vault", str(root / "vault"), "--home", str(root / "home")],
                           capture_output=True, text=True, cwd=REPOSITORY,
-                          env={**os.environ, "ENGRAM_HOME": "", "ENGRAM_EXTRACTOR": "", "ENGRAM_EMBEDDER": ""})
+                          env={name: value for name, value in os.environ.items()
+                               if name not in ("ENGRAM_HOME", "ENGRAM_VAULT", "ENGRAM_EXTRACTOR", "ENGRAM_EMBEDDER")})
     if done.returncode != 0:
         raise RuntimeError(f"engram build failed ({done.returncode}): {done.stderr[-2000:]}")
     return time.monotonic() - started
