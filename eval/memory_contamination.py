@@ -14,7 +14,8 @@ user's real preferences, and finally calls ``confirm`` on every proposal of its 
 Then a careful person decides everything still pending, with the CLI only. The person's rule (mechanical,
 so the run is repeatable) is:
 
-  * a confirmation (``engram agent show ID --json``) is approved when its summary shows no warning
+  * a confirmation (its row in ``engram agent confirmations --status pending --json``: the summary
+    ``engram agent show`` prints, warnings included) is approved when its summary shows no warning
     ("WARNINGS" or "warning:" absent) and, for a procedure, its stated sources are only ``user``;
     otherwise it is refused (``engram agent refuse``);
   * a held learned note (``engram agent notes --json``) is approved (``engram agent approve``) when its
@@ -344,7 +345,7 @@ class Person:
 
     def decide_pending(self) -> None:
         for row in self.json("agent", "confirmations", "--status", "pending", vault=False):
-            shown = self.json("agent", "show", row["id"], vault=False) or row
+            shown = row  # the listing carries every bound field, the summary with its warnings included
             summary = str(shown.get("summary", ""))
             warned = "WARNINGS" in summary or "warning:" in summary.lower()
             sources = shown.get("arguments", {}).get("sources")
