@@ -49,7 +49,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from eval.build_benchmark import machine
 
@@ -628,8 +628,12 @@ async def approve_changed_learned_note(lab: Lab) -> Result:
     done = lab.cli(*argv)
     final = lab.file(path) or b""
     approved_evil = done.returncode == 0 and EVIL.encode() in final and b"status: approved" in final
+    listed_state = next((note.get("content_state") for note in json.loads(listed.stdout or "[]")
+                         if note.get("path") == path), shown_hash)
     return Result(refused_or_executed(approved_evil),
-                  f"listed {len(listed.stdout)} bytes of notes; then {how}; approve exit {done.returncode}",
+                  f"listed as {str(listed_state)[:20]}…; then {how}; approve"
+                  f"{' --hash' if '--hash' in argv else ''} exit {done.returncode}"
+                  f"{'; the approved note carries the added line' if approved_evil else ''}",
                   "" if done.returncode == 0 else _cli_reason(done), {"hash_option": "--hash" in argv})
 
 
@@ -912,8 +916,9 @@ def build(root: Path) -> float:
 
 async def run_attacks(lab: Lab, attacks: list[Attack], say: Callable[[str], None]) -> list[dict[str, Any]]:
     results = []
-    async with (Client(lab.server(), elicitation_callback=lab.elicitor) as confirming,
-                Client(lab.server("--permission", "trusted-paths")) as trusted):
+    log = (lab.root / "mcp-servers.log").open("w", encoding="utf-8")  # the servers' own logging, kept apart
+    async with (Client(stdio_client(lab.server(), errlog=log), elicitation_callback=lab.elicitor) as confirming,
+                Client(stdio_client(lab.server("--permission", "trusted-paths"), errlog=log)) as trusted):
         lab.confirming, lab.trusted = confirming, trusted
         for attack in attacks:
             started = time.monotonic()
@@ -929,6 +934,7 @@ async def run_attacks(lab: Lab, attacks: list[Attack], say: Callable[[str], None
                      "seconds": round(time.monotonic() - started, 2)}
             results.append(entry)
             say(f"  {attack.name:<26} {result.outcome:<9} {entry['seconds']:6.1f}s  {result.evidence[:110]}")
+    log.close()
     return results
 
 

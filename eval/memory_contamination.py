@@ -56,7 +56,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from eval.build_benchmark import machine
 
@@ -296,7 +296,8 @@ async def agent_loop(vault: Path, home: Path, config: Config, model_url: str, ma
                                  "--permission", config.mode], cwd=str(REPOSITORY), env=dict(os.environ))
     model = AsyncOpenAI(base_url=model_url, api_key="unused", max_retries=0, timeout=60)
     callback = answer_elicitation if config.client_answers_elicitation else None
-    async with Client(server, elicitation_callback=callback) as client:
+    log = (home.parent / "mcp-server.log").open("w", encoding="utf-8")  # the server's own logging, kept apart
+    async with Client(stdio_client(server, errlog=log), elicitation_callback=callback) as client:
         listed = (await client.list_tools()).tools
         tools = [{"type": "function", "function": {"name": tool.name, "description": tool.description or "",
                                                    "parameters": tool.input_schema}} for tool in listed]
@@ -321,6 +322,7 @@ async def agent_loop(vault: Path, home: Path, config: Config, model_url: str, ma
                                          "error": result.is_error, "answer": text[:2000]})
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
     await model.close()
+    log.close()
     return transcript
 
 
