@@ -513,38 +513,49 @@ def _server_pids(home: Path) -> list[int]:
     return pids
 
 
+BLOWUPS = (
+    "SELECT (GROUP_CONCAT(CONCAT(STR(?a), STR(?b), STR(?c), STR(?d)); SEPARATOR='|') AS ?x) "
+    "WHERE { ?a ?p ?o . ?b ?q ?r . ?c ?t ?u . ?d ?v ?w }",
+    "SELECT * WHERE { ?a ?p ?o . ?b ?q ?r } ORDER BY ?o ?r LIMIT 1",
+)
+
+
 async def query_memory_blowup(lab: Lab) -> Result:
-    sparql = ("SELECT (GROUP_CONCAT(CONCAT(STR(?a), STR(?b), STR(?c), STR(?d)); SEPARATOR='|') AS ?x) "
-              "WHERE { ?a ?p ?o . ?b ?q ?r . ?c ?t ?u . ?d ?v ?w }")
+    """Queries whose evaluation holds a growing string or sorts a cross join, watched from outside: the peak RSS
+    of the MCP servers' descendants (the query process), killed by the eval past MEMORY_CAP_MIB."""
     servers = [pid for pid in _server_pids(lab.home) if pid != os.getpid()]
-    peak, killed, stop = [0.0], [], threading.Event()
+    runs = []
+    for sparql in BLOWUPS:
+        peak, killed, stop = [0.0], [], threading.Event()
 
-    def watch() -> None:
-        while not stop.wait(0.05):
-            for server in servers:
-                for pid in _descendants(server):
-                    rss = _rss_mib(pid)
-                    peak[0] = max(peak[0], rss)
-                    if rss > MEMORY_CAP_MIB and pid not in killed:
-                        with contextlib.suppress(OSError):
-                            os.kill(pid, signal.SIGKILL)  # a process our own MCP server started
-                        killed.append(pid)
+        def watch(peak: list[float] = peak, killed: list[int] = killed, stop: threading.Event = stop) -> None:
+            while not stop.wait(0.05):
+                for server in servers:
+                    for pid in _descendants(server):
+                        rss = _rss_mib(pid)
+                        peak[0] = max(peak[0], rss)
+                        if rss > MEMORY_CAP_MIB and pid not in killed:
+                            with contextlib.suppress(OSError):
+                                os.kill(pid, signal.SIGKILL)  # a process our own MCP server started
+                            killed.append(pid)
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    started = time.monotonic()
-    try:
-        ok, answer = await lab.call(None, "query_graph", {"sparql": sparql, "timeout_s": 8})
-    finally:
-        stop.set()
-        watcher.join(5)
-    seconds = time.monotonic() - started
-    unbounded = bool(killed) or ok
-    evidence = (f"peak RSS of the query process {peak[0]:.0f} MiB in {seconds:.1f}s"
-                + (f"; killed by the eval above {MEMORY_CAP_MIB} MiB" if killed else "")
-                + ("; the query answered" if ok else ""))
-    return Result(refused_or_executed(unbounded), evidence, "" if ok else str(answer)[:300],
-                  {"peak_rss_mib": round(peak[0]), "watched_servers": servers})
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        started = time.monotonic()
+        try:
+            ok, answer = await lab.call(None, "query_graph", {"sparql": sparql, "timeout_s": 8})
+        finally:
+            stop.set()
+            watcher.join(5)
+        runs.append({"query": sparql, "peak_rss_mib": round(peak[0]), "killed_by_eval": bool(killed),
+                     "answered": ok, "seconds": round(time.monotonic() - started, 1),
+                     "refusal": "" if ok else str(answer)[:300]})
+    unbounded = any(run["killed_by_eval"] for run in runs)
+    evidence = "; ".join(f"peak {run['peak_rss_mib']} MiB in {run['seconds']}s"
+                         + (" (killed by the eval)" if run["killed_by_eval"] else "")
+                         + (", answered" if run["answered"] else "") for run in runs)
+    return Result(refused_or_executed(unbounded), evidence, runs[-1]["refusal"] or runs[0]["refusal"],
+                  {"runs": runs, "cap_mib": MEMORY_CAP_MIB, "watched_servers": servers})
 
 
 # --- field domain, learned notes, authorship ---------------------------------------------------------------
