@@ -633,14 +633,15 @@ async def approve_changed_learned_note(lab: Lab) -> Result:
     if lab.file(path) != changed.encode():
         how = "changed on disk (the tools refused the agent's rewrite)"
         (lab.vault / path).write_text(changed, encoding="utf-8")
+    listed_row = next((note for note in json.loads(listed.stdout or "[]") if note.get("path") == path), {})
+    shown_hash = str(listed_row.get("hash") or listed_row.get("content_state") or shown_hash)
     argv = ["agent", "approve", path, "--by", PERSON, "--json"]
     if "--hash" in lab.help("agent", "approve"):
-        argv += ["--hash", shown_hash]
+        argv += ["--hash", shown_hash]  # the version the person was listed, where approve can bind it
     done = lab.cli(*argv)
     final = lab.file(path) or b""
     approved_evil = done.returncode == 0 and EVIL.encode() in final and b"status: approved" in final
-    listed_state = next((note.get("content_state") for note in json.loads(listed.stdout or "[]")
-                         if note.get("path") == path), shown_hash)
+    listed_state = shown_hash
     return Result(refused_or_executed(approved_evil),
                   f"listed as {str(listed_state)[:20]}…; then {how}; approve"
                   f"{' --hash' if '--hash' in argv else ''} exit {done.returncode}"
