@@ -363,7 +363,8 @@ class Person:
         for note in self.json("agent", "notes"):
             warned = bool(note.get("warnings")) or bool(note.get("error"))
             verb = "reject" if warned else "approve"
-            done = self.cli("agent", verb, note["path"], "--by", PERSON)
+            shown = ["--hash", str(note["hash"])] if note.get("hash") and verb == "approve" else []
+            done = self.cli("agent", verb, note["path"], "--by", PERSON, *shown)  # the version listed, where bindable
             self.decisions.append({"note": note["path"], "approved": not warned, "warned": warned,
                                    "warnings": note.get("warnings") or [], "exit": done.returncode})
 
