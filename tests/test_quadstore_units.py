@@ -21,17 +21,24 @@ def _quad(n: int, graph: ox.NamedNode = GRAPH) -> ox.Quad:
 
 
 def test_a_swap_writes_the_difference_restores_what_was_dropped_and_takes_no_other_quad(tmp_path: Path) -> None:
+    other = ANALYSIS
     with QuadStore.opened(tmp_path / "quads") as store:
         extraction_quad = _quad(3)
         store._store.add(extraction_quad)  # as a document's extraction would hold it
-        first = store.swap_quads([], [_quad(1), _quad(2), extraction_quad])
-        assert first == [_quad(1), _quad(2)]  # the extraction's quad is not the step's
-        store._store.remove(_quad(1))  # the note was re-extracted: its graphs were dropped and rebuilt
-        second = store.swap_quads(first, [_quad(1), _quad(2), extraction_quad])
-        assert second == [_quad(1), _quad(2)] and _quad(1) in store._store
-        third = store.swap_quads(second, [_quad(2), _quad(4)])
-        assert third == [_quad(2), _quad(4)]
-        assert set(store._store) == {_quad(2), _quad(3), _quad(4)}  # 1 withdrawn, the extraction's 3 kept
+        first = store.swap_quads([], [_quad(1), _quad(2), extraction_quad, _quad(7, other)])
+        assert first.mine == [_quad(1), _quad(2), _quad(7, other)]  # the extraction's quad is not the step's
+        assert first.claimed == [str(q) for q in first.mine] and first.released == [] and first.inserted == 3
+        recorded = first.claimed
+        store._store.remove_graph(GRAPH)  # the note was re-extracted: its graph was dropped and rewritten
+        store._store.add(extraction_quad)
+        second = store.swap_quads(recorded, [_quad(1), _quad(2), extraction_quad, _quad(7, other)])
+        assert second.mine == first.mine and second.inserted == 2  # both of GRAPH's back, the other graph's kept
+        assert (second.claimed, second.released) == ([], [])
+        assert {_quad(1), _quad(2), _quad(7, other)} <= set(store._store)
+        third = store.swap_quads(recorded, [_quad(2), _quad(4)])
+        assert third.mine == [_quad(2), _quad(4)]
+        assert third.released == [str(_quad(1)), str(_quad(7, other))] and third.claimed == [str(_quad(4))]
+        assert set(store._store) == {_quad(2), _quad(3), _quad(4)}  # 1 and 7 withdrawn, the extraction's 3 kept
 
 
 def test_encoded_graphs_load_as_the_terms_do(tmp_path: Path) -> None:

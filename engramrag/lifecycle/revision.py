@@ -23,7 +23,7 @@ import pandas as pd
 
 from engramrag.catalog.connection import catalog_writer, has_column, has_table
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
-from engramrag.ontology.quadstore import QuadStore, parse_nquads
+from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
 from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES, declared_by
 from engramrag.revise.model_chat import ModelReviewConfig
 from engramrag.revise.model_review import COLUMNS as REVIEW_COLUMNS
@@ -59,7 +59,7 @@ class ProposalSummary:
 class AppliedSummary:
     accepted: int
     applied: int
-    quads_added: int
+    quads_added: int  # quads written to the store this run (new ones, and owned ones a re-extraction dropped)
     quads_removed: int
     dormant: list[str] = field(default_factory=list)  # accepted pairs whose decisions are not in the vault now
     declared: int = 0  # of ``applied``, the ones authors declared (no person's verdict)
@@ -146,22 +146,14 @@ def apply_supersessions(
                  "earlier_date", "later_date", "reason", "decided_by"],
     ).drop_duplicates(["earlier_key", "later_key"])
     with catalog_writer(home, config.bucket_count) as catalog:
-        previous = [row[0] for row in catalog.execute("SELECT nquad FROM supersession_quads").fetchall()]
-        removed = parse_nquads(previous)
-        with QuadStore.opened(home.quads_path) as store:
-            quads = store.swap_quads(removed, quads)
+        swap = swap_step_quads(home, catalog, "supersession_quads", quads)
         catalog.execute("BEGIN")
         catalog.execute("DELETE FROM supersessions")
         if len(rows):
             catalog.register("supersession_rows", rows)
             catalog.execute("INSERT INTO supersessions SELECT * FROM supersession_rows")
             catalog.unregister("supersession_rows")
-        catalog.execute("DELETE FROM supersession_quads")
-        if quads:
-            # As a frame: executemany costs about 150 us a row (700,000 quads at 10,000 notes: minutes).
-            catalog.register("recorded_quads", pd.DataFrame({"nquad": [str(quad) for quad in quads]}))
-            catalog.execute("INSERT INTO supersession_quads SELECT nquad FROM recorded_quads")
-            catalog.unregister("recorded_quads")
+        record_swap(catalog, "supersession_quads", swap)
         catalog.execute("DELETE FROM supersession_model_reviews")
         if len(review_rows):
             catalog.register("review_rows", review_rows)
@@ -173,7 +165,7 @@ def apply_supersessions(
     declared = sum(reason == "declared" for _, reason, _ in applied)
     verified = sum(reason == "verified" for _, reason, _ in applied)
     return AppliedSummary(
-        len(accepted), len(applied), len(quads), len(removed), dormant, declared, verified, review_summary
+        len(accepted), len(applied), swap.inserted, len(swap.released), dormant, declared, verified, review_summary
     )
 
 

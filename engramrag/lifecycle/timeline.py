@@ -23,6 +23,7 @@ import pyoxigraph as ox
 
 from engramrag.catalog.connection import catalog_writer
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
+from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
 from engramrag.ontology.graphs import (
     AUTHORED_BY,
     CREATED_BY,
@@ -39,7 +40,6 @@ from engramrag.ontology.graphs import (
     XSD_DATE,
     XSD_INTEGER,
 )
-from engramrag.ontology.quadstore import QuadStore, parse_nquads
 from engramrag.ontology.vocab import ENGRAM, PROV, agent_iri, analysis_graph_iri, document_iri, extractor_iri
 from engramrag.revise.declarations import Declaration, declared_by, document_pair, find_declarations
 from engramrag.revise.versions import ValueRow, ValueSupersession, VersionConfig, version_chains
@@ -74,7 +74,7 @@ class TimelineSummary:
     chains: int  # (subject, property) pairs with more than one version
     proposed: int  # later_value pairs applied (not rejected)
     rejected: int  # pairs a person rejected, left out
-    quads_added: int
+    quads_added: int  # quads written to the store this run (new ones, and owned ones a re-extraction dropped)
     quads_removed: int
 
 
@@ -113,10 +113,7 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
     frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
     value_frame = pd.DataFrame([_value_dict(v) for v in values], columns=VALUE_COLUMNS)
     with catalog_writer(home, config.bucket_count) as catalog:
-        previous = [row[0] for row in catalog.execute("SELECT nquad FROM timeline_quads").fetchall()]
-        removed = parse_nquads(previous)
-        with QuadStore.opened(home.quads_path) as store:
-            quads = store.swap_quads(removed, quads)
+        swap = swap_step_quads(home, catalog, "timeline_quads", quads)
         catalog.execute("BEGIN")
         for table, incoming in (("document_supersessions", frame), ("property_values", value_frame)):
             catalog.execute(f"DELETE FROM {table}")
@@ -124,18 +121,13 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
                 catalog.register("incoming_rows", incoming)
                 catalog.execute(f"INSERT INTO {table} ({', '.join(incoming.columns)}) SELECT * FROM incoming_rows")
                 catalog.unregister("incoming_rows")
-        catalog.execute("DELETE FROM timeline_quads")
-        if quads:
-            # As a frame: executemany costs about 150 us a row (700,000 quads at 10,000 notes: minutes).
-            catalog.register("recorded_quads", pd.DataFrame({"nquad": [str(quad) for quad in quads]}))
-            catalog.execute("INSERT INTO timeline_quads SELECT nquad FROM recorded_quads")
-            catalog.unregister("recorded_quads")
+        record_swap(catalog, "timeline_quads", swap)
         catalog.execute("COMMIT")
     chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
     return TimelineSummary(
         declared=sum(r["form"] != "property" for r in rows), values=len(values), chains=chains,
-        proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=len(quads),
-        quads_removed=len(removed),
+        proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=swap.inserted,
+        quads_removed=len(swap.released),
     )
 
 

@@ -9,8 +9,9 @@ of the same store through oxrdflib for callers that want rdflib's API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,16 @@ from engramrag.ontology.graphs import DocumentGraphs, EncodedGraphs
 from engramrag.ontology.vocab import document_graphs
 
 EXPORT_FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "trig": ox.RdfFormat.TRIG}
+
+
+@dataclass(frozen=True)
+class QuadSwap:
+    """What ``QuadStore.swap_quads`` did: the step's own quads now, and the changes to its record of them."""
+
+    mine: list[ox.Quad]
+    released: list[str]  # recorded lines the step no longer adds: removed from the store and from the record
+    claimed: list[str]  # lines the step owns from now on: add them to the record
+    inserted: int  # quads written (the claimed ones and owned ones a re-extraction had dropped)
 
 
 class QuadStore:
@@ -79,22 +90,39 @@ class QuadStore:
         if fresh:
             self._store.bulk_load(b"".join(fresh), format=ox.RdfFormat.N_QUADS)
 
-    def swap_quads(self, remove: Iterable[ox.Quad], add: Iterable[ox.Quad]) -> list[ox.Quad]:
-        """Replace the quads a step added last time (``remove``) by the ones it adds now, in one transaction,
-        and return the quads that are now the step's own: those of ``add`` that were not in the store already.
+    def swap_quads(self, recorded: Sequence[str], add: Iterable[ox.Quad]) -> QuadSwap:
+        """Replace the quads a step added last time (``recorded``: their N-Quads lines, ``str(quad)``) by the ones
+        it adds now, in one transaction, and say which quads are now the step's own: those of ``add`` it owned
+        already or that were not in the store.
 
         For machine additions that live beside a document's extraction, such as accepted supersessions. A quad
-        the extraction (or another step) holds too, an author's label say, is left alone and not returned, so
-        that the step removing its own quads later never deletes someone else's."""
-        previous, wanted = list(dict.fromkeys(remove)), list(dict.fromkeys(add))
-        owned, kept = set(previous), set(wanted)
-        # Only the difference is written: at 10,000 notes a step owns about 700,000 quads, nearly all unchanged.
-        # An owned quad can be missing (its note was re-extracted, which drops the note's graphs): it goes back.
-        missing = [quad for quad in wanted if quad not in self._store]
-        absent = set(missing)
-        mine = [quad for quad in wanted if quad in owned or quad in absent]
+        the extraction (or another step) holds too, an author's label say, is left alone and not owned, so that
+        the step removing its own quads later never deletes someone else's. Only the difference is written and
+        only the lines that left are parsed: at 10,000 notes a step owns about 700,000 quads, nearly all
+        unchanged. An owned quad is missing when its note was re-extracted, which drops and rewrites the note's
+        graphs whole, so each graph's owned quads are looked up only when the first of them is missing."""
+        wanted = list(dict.fromkeys(add))
+        lines = [str(quad) for quad in wanted]
+        owned, keep = set(recorded), set(lines)
+        released = list(dict.fromkeys(line for line in recorded if line not in keep))
+        rewritten: dict[ox.NamedNode | ox.BlankNode | ox.DefaultGraph, bool] = {}
+        missing: list[ox.Quad] = []
+        mine: list[ox.Quad] = []
+        claimed: list[str] = []
+        for quad, line in zip(wanted, lines, strict=True):
+            if line in owned:
+                graph = quad.graph_name
+                if graph not in rewritten:
+                    rewritten[graph] = quad not in self._store  # the graph's first owned quad: is it still there?
+                if rewritten[graph] and quad not in self._store:
+                    missing.append(quad)
+                mine.append(quad)
+            elif quad not in self._store:
+                missing.append(quad)
+                mine.append(quad)
+                claimed.append(line)
         parts = []
-        for keyword, quads in (("DELETE DATA", [q for q in previous if q not in kept]), ("INSERT DATA", missing)):
+        for keyword, quads in (("DELETE DATA", parse_nquads(released)), ("INSERT DATA", missing)):
             if quads:
                 body = "\n".join(
                     f"GRAPH {quad.graph_name} {{ {quad.subject} {quad.predicate} {quad.object} }}" for quad in quads
@@ -102,7 +130,7 @@ class QuadStore:
                 parts.append(f"{keyword} {{\n{body}\n}}")
         if parts:
             self._store.update(" ;\n".join(parts))
-        return mine
+        return QuadSwap(mine, released, claimed, len(missing))
 
     def count_document(self, relative_path: str) -> int:
         return sum(self.count_graph(graph) for graph in document_graphs(relative_path))
