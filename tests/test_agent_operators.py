@@ -372,13 +372,14 @@ def test_an_agent_rewinds_its_own_trusted_write_at_once(place: tuple[Home, Path]
     home, vault = place
 
     async def session() -> dict[str, Any]:
-        async with Client(server(home, vault, "--permission", "trusted-paths")) as client:
-            done = structured(await client.call_tool("write", {"path": "learned/x.md", "content": "# X\n"}))
-            assert done["status"] == "executed" and (vault / "learned" / "x.md").exists()
+        # A trusted scratch folder: a note in learned/ would have to pass the learned-note checks first.
+        async with Client(server(home, vault, "--permission", "trusted-paths", "--trusted", "scratch/")) as client:
+            done = structured(await client.call_tool("write", {"path": "scratch/x.md", "content": "# X\n"}))
+            assert done["status"] == "executed" and (vault / "scratch" / "x.md").exists()
             return structured(await client.call_tool("rewind", {"checkpoint_id": done["checkpoint_id"]}))
 
     rewound = anyio.run(session)
-    assert rewound["rewound_by"] == "agent:test" and not (vault / "learned" / "x.md").exists()
+    assert rewound["rewound_by"] == "agent:test" and not (vault / "scratch" / "x.md").exists()
     assert [row["tool"] for row in confirmations.confirmations(home)] == ["write"]
 
 

@@ -182,7 +182,7 @@ def test_a_policy_tightened_after_the_proposal_refuses_the_execution(home, vault
     code, _, error = run(capsys, home, vault, "confirm", pending["confirmation_id"], "--by", "dana")
     assert code == 1 and "policy changed since this was proposed" in error
     row = only_row(home)
-    assert row["status"] == "approved" and row["last_refusal"].startswith("policy: ")
+    assert row["status"] == "failed" and row["last_refusal"].startswith("policy: ")  # the approval is spent
     assert "owner: Minji" in (vault / "notes" / "a.md").read_text(encoding="utf-8")
 
 
