@@ -411,6 +411,8 @@ def _notes(args: argparse.Namespace) -> int:
         for line in row["body"].splitlines():
             print(f"    | {safe_text(line)}")
         print("    ---")
+        for warning in row.get("warnings") or []:
+            print(safe_text(f"    warning: reads like an instruction to a model: {warning}"))
         if row["quote_problem"]:
             print(safe_text(f"    cannot be approved: {row['quote_problem']}"))
         else:

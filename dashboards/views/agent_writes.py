@@ -356,6 +356,8 @@ def _note_card(home: Home, vault: Path, note: dict[str, Any], operator: str) -> 
             st.code(safe_text(note.get("body", "")), language="markdown", wrap_lines=True)
         st.caption(f"Approving approves exactly these bytes: `{note.get('hash')}`. If the note changes before you "
                    "press the button, the approval is refused and the page shows the new version.")
+        for warning in note.get("warnings") or []:
+            st.warning(f"Reads like an instruction to a model: {safe_text(warning)}", icon=":material/warning:")
         if note.get("quote_problem"):
             st.error(f"This note cannot be approved: {note['quote_problem']}")
         reason = st.text_input("Why (optional, kept with the verdict)", key=f"note-reason-{path}")

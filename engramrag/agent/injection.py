@@ -50,6 +50,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tells the model to disregard something", re.compile(r"\bdisregard\b", _I)),
     ("redefines who the model is", re.compile(r"\byou\s+are\s+now\b|\bfrom\s+now\s+on\s+you\s+are\b", _I)),
     ("mentions the system prompt", re.compile(r"\bsystem\s+prompt\b", _I)),
+    (
+        "tells AI assistants or agents what to do",
+        re.compile(
+            r"\b(note|message|instructions?)\s+(to|for)\s+(the\s+)?(ai|llms?|assistants?|agents?|models?)\b"
+            r"|\b(ai|llm)\s+(assistants?|agents?)\b[^\n.]{0,60}?\b(should|must|shall|are\s+to|need\s+to)\b",
+            _I,
+        ),
+    ),
     ("addresses the model as an AI", re.compile(r"\bas\s+an\s+(ai|a\.i\.|language\s+model|llm)\b", _I)),
     (
         "asks to keep something from the user",
@@ -78,6 +86,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"(이전|앞의|위의|기존|원래)\s*(의\s*)?(모든\s*)?(지시|지침|명령)"),
     ),
     ("tells the model to ignore something (무시하)", re.compile(r"무시\s*하")),
+    (
+        "tells AI assistants or agents what to do (AI/에이전트 ... 해야)",
+        re.compile(r"(AI|에이전트|어시스턴트|인공지능)[^\n.]{0,40}?(해야\s*(한다|합니다|해)|하라|하십시오|하세요)"),
+    ),
     ("mentions the system prompt (시스템 프롬프트)", re.compile(r"시스템\s*프롬프트")),
     ("asks to keep something from the user (사용자에게 말하지)", re.compile(r"사용자에게\s*(말하지|알리지|보여주지)")),
     ("redefines who the model is (너는 이제)", re.compile(r"(너는|당신은)\s*이제")),

@@ -4,7 +4,9 @@ The listing (``engram agent notes``, the dashboard) shows each held note's whole
 whether it is verbatim in its source now, plus the hash of the bytes shown. Approving takes that hash back:
 bytes that changed since (an agent rewrote the note between the listing and the button) are refused with a
 message to look again, and so is a note whose quotes no longer check, because a quote that was verbatim when
-the agent wrote it may not be after its source was edited. Every refused approval is kept in
+the agent wrote it may not be after its source was edited. A note (or a quote in it) that reads like an
+instruction to a model is listed with ``warnings``: a verbatim quote of a planted instruction passes the quote
+check, and approving it would carry the instruction into the graph. Every refused approval is kept in
 ``note_approval_refusals`` so the audit shows it.
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from engramrag.agent import approvals
 from engramrag.agent.confirmations import Refused
+from engramrag.agent.injection import looks_like_instruction
 from engramrag.agent.note_checks import MIN_QUOTE_CHARS, quote_status
 from engramrag.decisions.store import DecisionsStore
 from engramrag.store import Home
@@ -34,13 +37,15 @@ def pending_notes(
     for row in approvals.pending_notes(home, vault, config):
         note = approvals.read_note(vault, row["path"], config)
         checked = quote_status(vault, home, row.get("sources") or [], config)
+        body = note.raw.decode("utf-8", errors="replace")
         notes.append({
             **row,
             "hash": note.state,
-            "body": note.raw.decode("utf-8", errors="replace"),
+            "body": body,
             "sources": checked,
             "quotes_ok": _quote_problem(checked) is None,
             "quote_problem": _quote_problem(checked),
+            "warnings": looks_like_instruction(body),
         })
     return notes
 
