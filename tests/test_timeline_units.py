@@ -147,6 +147,30 @@ def test_three_dated_notes_one_korean_one_by_alias_form_one_chain_whose_latest_i
     assert first.earlier.quote == "Owner: Minji Park" and first.later.quote == "- Billing service owner: Daniel Cho"
 
 
+def test_a_long_chain_links_each_note_to_the_next_and_the_current_version_so_pairs_grow_with_the_notes() -> None:
+    # A weekly on-call owner that changes every other week: 40 notes, 20 versions, three notes in the current one.
+    values_by_week = [("Minji Park", "Daniel Cho")[(week // 2) % 2] for week in range(37)] + ["이서연"] * 3
+    notes = [THREE_NOTES[0]] + [
+        (f"status/{week:02d}.md", f"Billing sync {week}", f"2024-{2 + week // 4:02d}-{1 + 7 * (week % 4):02d}",
+         f"# Billing sync {week}\n\nBilling service owner: {value}\n", {}) for week, value in enumerate(values_by_week)
+    ]
+    statements = [THREE_STATEMENTS[0]] + [_statement(f"status/{week:02d}.md", "Billing service owner", value, 3)
+                  for week, value in enumerate(values_by_week)]  # fmt: skip
+    values, replaced = _chains(notes, statements)
+    assert {v.value for v in values if v.current} == {"이서연"}
+    assert len({v.version for v in values}) == 20  # the page's Minji Park runs on into the first two weeks
+    successors: dict[str, set[str]] = {}
+    for pair in replaced:
+        successors.setdefault(pair.earlier.path, set()).add(pair.later.path)
+    # The first week: the first and last note of the next version (weeks 2, 3) and of the current one (37, 39).
+    assert successors["status/00.md"] == {"status/02.md", "status/03.md", "status/37.md", "status/39.md"}
+    # The last week of the last intermediate version is replaced by the current version only, which is also its next.
+    assert successors["status/36.md"] == {"status/37.md", "status/39.md"}
+    assert all(len(later) <= 4 for later in successors.values())
+    assert len(replaced) <= 4 * len(notes)  # 474 pairs when every later version counted
+    assert not {"status/37.md", "status/38.md", "status/39.md"} & successors.keys()  # the current value
+
+
 def test_the_newest_note_going_back_to_an_old_value_makes_that_value_current_again() -> None:
     statements = [*THREE_STATEMENTS[:2], _statement("meetings/2024-06-10.md", "결제 서비스 담당자", "Minji Park", 3)]
     values, replaced = _chains(THREE_NOTES, statements)
