@@ -42,7 +42,7 @@ from engramrag.ontology.graphs import (
 )
 from engramrag.ontology.vocab import ENGRAM, PROV, agent_iri, analysis_graph_iri, document_iri, extractor_iri
 from engramrag.revise.declarations import Declaration, declared_by, document_pair, find_declarations
-from engramrag.revise.versions import ValueRow, ValueSupersession, VersionConfig, version_chains
+from engramrag.revise.versions import NOT_PROPERTIES, ValueRow, ValueSupersession, VersionConfig, version_chains
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import short_hash
@@ -138,9 +138,11 @@ def _read(home: Home, config: VaultConfig) -> tuple[pd.DataFrame, pd.DataFrame, 
             "SELECT doc_id, path, title, author, agent_authored, doc_date, date_source, text, front_matter "
             "FROM documents WHERE NOT gone ORDER BY path"
         ).df()
+        # Only what can be the value of a property: the machine's co-occurrence pairs are most of the statements.
         statements = catalog.execute(
             "SELECT doc_id, subject, predicate, label, object, object_is_entity, role, line_start, line_end "
-            f"FROM statements WHERE doc_id IN ({live})"
+            f"FROM statements WHERE doc_id IN ({live}) AND role = 'assertion' AND NOT list_contains(?, predicate)",
+            [sorted(NOT_PROPERTIES)],
         ).df()
         entities = catalog.execute(
             f"SELECT doc_id, entity_key, label, aliases FROM entities WHERE doc_id IN ({live})"

@@ -223,7 +223,7 @@ def _observations(
     declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
     candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
     # object columns: iterating Arrow-backed strings row by row costs more than the whole loop body
-    ordered = statements.sort_values(["doc_id", "line_start"], na_position="first").astype(object)
+    ordered = statements.sort_values(["doc_id", "line_start"], na_position="first", kind="stable").astype(object)
     for row in ordered.itertuples(index=False):
         if row.role != "assertion" or row.predicate in NOT_PROPERTIES or str(row.doc_id) not in docs:
             continue
