@@ -232,17 +232,18 @@ def _proposals(
     home: Home, config: VaultConfig, supersession_config: SupersessionConfig | None
 ) -> tuple[list[SupersessionProposal], int]:
     with catalog_writer(home, config.bucket_count) as catalog:
-        live = "SELECT doc_id FROM documents WHERE NOT gone"
-        decisions = catalog.execute(f"SELECT * FROM decisions WHERE doc_id IN ({live})").df()
-        documents = catalog.execute("SELECT doc_id, path, text FROM documents WHERE NOT gone").df()
+        # Only the documents that record decisions are read: the records are built from them alone.
+        holders = "SELECT DISTINCT d.doc_id FROM decisions d JOIN documents USING (doc_id) WHERE NOT gone"
+        decisions = catalog.execute(f"SELECT * FROM decisions WHERE doc_id IN ({holders})").df()
+        documents = catalog.execute(f"SELECT doc_id, path, text FROM documents WHERE doc_id IN ({holders})").df()
         statements = catalog.execute(
             "SELECT doc_id, subject, predicate, object, object_is_entity, line_start FROM statements "
-            f"WHERE doc_id IN ({live})"
+            f"WHERE doc_id IN ({holders})"
         ).df()
         # A custom kind is judged as the core kind it was declared under (a "Researcher" is a Person).
         kind = "coalesce(core_kind, kind) AS kind" if has_column(catalog, "entities", "core_kind") else "kind"
         entities = catalog.execute(
-            f"SELECT doc_id, entity_key, label, {kind} FROM entities WHERE doc_id IN ({live})"
+            f"SELECT doc_id, entity_key, label, {kind} FROM entities WHERE doc_id IN ({holders})"
         ).df()
     return propose_supersessions(decisions, documents, statements, entities, supersession_config), len(decisions)
 
