@@ -139,13 +139,8 @@ def read_bytes(root: Path, parts: tuple[str, ...]) -> bytes | None:
 def write_bytes(root: Path, parts: tuple[str, ...], data: bytes) -> None:
     """Replace the file atomically (temporary file, fsync, rename), creating missing folders, no symlinks."""
     with _parent(root, parts, create=True) as directory:
-        temporary = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=directory)
+        temporary = _temporary_copy(directory, parts[-1], data)
         try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
             os.replace(temporary, parts[-1], src_dir_fd=directory, dst_dir_fd=directory)
         except BaseException:
             with suppress(FileNotFoundError):
@@ -164,13 +159,8 @@ def replace_exactly(root: Path, parts: tuple[str, ...], data: bytes, expected: s
     """
     where = "/".join(parts)
     with _parent(root, parts, create=True) as directory:
-        temporary = f".{parts[-1]}.{secrets.token_hex(6)}.tmp"
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=directory)
+        temporary = _temporary_copy(directory, parts[-1], data)
         try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
             if expected == ABSENT:
                 try:
                     os.link(temporary, parts[-1], src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=False)
@@ -192,6 +182,21 @@ def replace_exactly(root: Path, parts: tuple[str, ...], data: bytes, expected: s
                 os.unlink(temporary, dir_fd=directory)
         os.fsync(directory)
 
+
+def _temporary_copy(directory: int, name: str, data: bytes) -> str:
+    """Write ``data`` to a new hidden file beside ``name`` in ``directory`` and fsync it; returns its name."""
+    temporary = f".{name}.{secrets.token_hex(6)}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+    return temporary
 
 def _moved(where: str, expected: str, found: str) -> Refused:
     return Refused(
