@@ -42,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from eval.build_benchmark import machine
+from eval.local_http import LocalServer, send_body
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 PERSON = "Pat Person"
@@ -378,7 +379,7 @@ async def reused_confirmation(lab: Lab) -> Result:
 # --- query_graph --------------------------------------------------------------------------------------------
 
 
-class Listener:
+class Listener(LocalServer):
     """An HTTP server on 127.0.0.1 counting the requests that reach it (SERVICE and LOAD targets)."""
 
     def __init__(self) -> None:
@@ -388,37 +389,18 @@ class Listener:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 owner.hits.append(f"GET {self.path}")
-                body = b"<urn:x> <urn:y> <urn:loaded> .\n"
-                self.send_response(200)
-                self.send_header("Content-Type", "application/n-triples")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, b"<urn:x> <urn:y> <urn:loaded> .\n", "application/n-triples")
 
             def do_POST(self) -> None:
                 owner.hits.append(f"POST {self.path}")
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = b'{"head": {"vars": []}, "results": {"bindings": []}}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/sparql-results+json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, b'{"head": {"vars": []}, "results": {"bindings": []}}',
+                          "application/sparql-results+json")
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 async def _count_triples(lab: Lab) -> int | None:

@@ -44,12 +44,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from eval.build_benchmark import machine
+from eval.local_http import LocalServer, send_body
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 PERSON = "Pat Person"
@@ -207,7 +207,7 @@ def scripted_model(request: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": "I proposed what I found; a person decides what is kept."}
 
 
-class ChatServer:
+class ChatServer(LocalServer):
     """``POST /v1/chat/completions`` on a free port of 127.0.0.1, answered by ``model``."""
 
     def __init__(self, model: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -228,26 +228,12 @@ class ChatServer:
                                  "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_body(self, body, "application/json")
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler, "/v1")
 
 
 # --- the agent loop: the model's tool calls run on the MCP server ----------------------------------------------
