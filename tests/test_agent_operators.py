@@ -29,6 +29,7 @@ from mcp.client.stdio import StdioServerParameters
 from engramrag.agent import confirmations, procedures
 from engramrag.store import Home
 from pipelines.cli import main as engram
+from tests.mcp_results import error_text, structured
 
 ROOT = Path(__file__).resolve().parents[1]
 ESCAPES = "\x1b[1A\x1b[2K\r\u202e"
@@ -77,18 +78,6 @@ def answering(decision: str, code: Any = "", name: str = "") -> Any:
     asked: list[str] = []
     on_elicit.asked = asked  # type: ignore[attr-defined]
     return on_elicit
-
-
-def structured(result: types.CallToolResult) -> Any:
-    assert not result.is_error, result.content[0].text if result.content else result
-    if result.structured_content is not None:
-        return result.structured_content.get("result", result.structured_content)
-    return json.loads(result.content[0].text)
-
-
-def error_text(result: types.CallToolResult) -> str:
-    assert result.is_error
-    return " ".join(block.text for block in result.content if hasattr(block, "text"))
 
 
 def confirmation_in(question: str) -> str:
