@@ -230,7 +230,7 @@ def test_a_confident_keyword_head_survives_a_graph_that_disagrees() -> None:
 
 
 def test_node_specificity_is_near_zero_for_a_name_in_every_note() -> None:
-    from engramrag.retrieve.index_build import node_specificity
+    from engramrag.retrieve.index_graph import node_specificity
 
     assert node_specificity(1, 1000) > 0.9
     assert node_specificity(1000, 1000) < 0.01
@@ -322,3 +322,92 @@ def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp
     _, again, again_stems = second.of(edited)
     assert (second.cut, second.reused) == (1, 1)
     assert again == [terms(text) for text in edited] and again_stems == [note_terms(text) for text in edited]
+
+
+def _graph_tables() -> dict:
+    import pandas as pd
+
+    from engramrag.extract.builder import DOCUMENT_KEY
+
+    passages = pd.DataFrame(
+        {
+            "doc_id": ["a", "b"], "path": ["a.md", "b.md"], "title": ["Falcon", "B"], "bucket": [0, 1],
+            "snippet": ["", ""], "line_start": [1, 1], "line_end": [2, 2],
+            "body": ["Falcon uses PostgreSQL.", "falcon is part of PostgreSQL."], "front_matter": ["{}", "{}"],
+            "mtime_ns": [0, 0], "doc_date": ["2026-01-01", "2026-02-01"], "date_source": ["front_matter"] * 2,
+        }
+    )
+    entities = pd.DataFrame(
+        [
+            ("a", DOCUMENT_KEY, "Falcon", "Project", 1),
+            ("a", "pg", "PostgreSQL", "Tool", 3),
+            ("a", "pg2", "Postgres", "Concept", 1),  # joined to "postgresql" by the overlay
+            ("a", "noise", "!!!", "Concept", 1),  # normalises to nothing: no node
+            ("b", "falcon", "falcon", "Concept", 1),
+            ("b", "pg", "PostgreSQL", "Tool", 1),
+        ],
+        columns=["doc_id", "entity_key", "label", "kind", "mentions"],
+    )
+    statement_columns = ["doc_id", "statement_id", "subject", "predicate", "label", "object", "role", "line_start",
+                         "line_end"]  # fmt: skip
+    statements = pd.DataFrame(
+        [
+            ("a", "s1", DOCUMENT_KEY, "uses", "uses", "pg", "assertion", 1, 1),
+            ("a", "s2", "pg", "same_as", "same as", "pg2", "assertion", 1, 1),  # one node: no edge
+            ("a", "s3", "ghost", "uses", "uses", "pg", "assertion", 1, 1),  # no such mention: no edge
+            ("b", "s4", "falcon", "part_of", "part of", "pg", "cooccurrence", 2, 2),
+        ],
+        columns=statement_columns,
+    )
+    empty = pd.DataFrame()
+    return {
+        "passages": passages, "entities": entities, "statements": statements,
+        "clusters": pd.DataFrame({"entity_key": ["postgres"], "cluster_key": ["postgresql"]}),
+        "supersessions": empty, "document_supersessions": empty,
+    }
+
+
+def test_graph_assembly_sums_repeated_edges_and_keeps_the_first_wording_among_equals() -> None:
+    import math
+
+    from engramrag.retrieve.config import IndexConfig
+    from engramrag.retrieve.index_graph import HIERARCHY, MENTION, RELATION, assemble_graph, node_specificity
+
+    vectors = {"Falcon": np.array([1.0, 0.0]), "PostgreSQL": np.array([0.0, 1.0]), "Postgres": np.array([0.0, 1.0])}
+    graph = assemble_graph(_graph_tables(), vectors, IndexConfig())
+    assert graph["node_keys"] == ["falcon", "postgresql"] and graph["entity_count"] == 2
+    assert graph["labels"] == ["Falcon", "PostgreSQL"]  # "Falcon" and "falcon" once each: the first seen
+    assert graph["kinds"] == ["Project", "Tool"]
+    assert graph["mentions"] == [2, 3] and graph["documents"] == [2, 2]
+    assert graph["term_lists"] == [[("falcon",)], [("postgresql",), ("postgres",)]]
+    assert graph["passages"]["node"].tolist() == [2, 3]
+    s = node_specificity(2, 2)
+    edges = {
+        (int(a), int(b), int(k)): float(w)
+        for a, b, k, w in zip(
+            graph["edge_src"], graph["edge_dst"], graph["edge_kind"], graph["edge_weight"], strict=True
+        )
+    }
+    assert list(edges) == sorted(edges)
+    expected = {
+        (0, 1, RELATION): 1.0,  # the asserted "uses"
+        (0, 1, HIERARCHY): 0.5,  # a machine-proposed part_of weighs analysis_edge_weight
+        (0, 2, MENTION): 3.0 * s,  # the note's title
+        (0, 3, MENTION): s,
+        (1, 2, MENTION): (1.0 + math.log(3)) * s + s,  # "PostgreSQL" three times and "Postgres" once, one edge
+        (1, 3, MENTION): s,
+    }
+    assert edges.keys() == expected.keys()
+    for key, weight in expected.items():
+        assert edges[key] == pytest.approx(weight, rel=1e-6)
+    rows = graph["edge_statements"]
+    assert rows["statement_id"].tolist() == ["s1", "s4"]
+    assert rows[["src", "dst", "doc_node"]].values.tolist() == [[0, 1, 2], [0, 1, 3]]
+
+
+def test_graph_assembly_refuses_an_entity_without_a_stored_vector() -> None:
+    from engramrag.retrieve.config import IndexConfig
+    from engramrag.retrieve.index_graph import assemble_graph
+
+    with pytest.raises(RuntimeError, match=r"no vector.*'postgresql'"):
+        assemble_graph(_graph_tables(), {"falcon": np.array([1.0, 0.0])}, IndexConfig())

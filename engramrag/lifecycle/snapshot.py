@@ -90,7 +90,8 @@ def _quad_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
-    from engramrag.retrieve.index_build import EDGE_KINDS, current_index
+    from engramrag.retrieve.index_build import current_index
+    from engramrag.retrieve.index_graph import EDGE_KINDS
 
     folder = current_index(home)
     if folder is None:

@@ -1,9 +1,5 @@
-"""Build the graph index that search runs Personalized PageRank over.
-
-Nodes are entities (document mentions joined by their normalised label) and passages (one per document).
-Edges: relations between entities (weighted by how many statements say so; machine-proposed ones weigh
-less), hierarchy relations, synonyms (label embeddings at least ``synonym_threshold`` alike) and
-passage–entity mentions. Type edges are left out (DESIGN.md: not until an ablation shows they help).
+"""Build the graph index that search runs Personalized PageRank over (its nodes and edges are assembled in
+``index_graph.py``; this module reads the catalog, writes the index files and publishes them).
 
 Each build is written to a fresh folder under ``<home>/ppr/`` and published by replacing the ``CURRENT``
 pointer, so a search that opened the previous index keeps reading a complete one.
@@ -14,11 +10,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import shutil
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,18 +23,14 @@ import pandas as pd
 
 from engramrag.catalog.connection import catalog_reader, catalog_writer
 from engramrag.embed.base import Embedder
-from engramrag.extract.builder import DOCUMENT_KEY
-from engramrag.extract.textutil import normalise_label
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import BodyTerms
 from engramrag.retrieve.config import IndexConfig
-from engramrag.retrieve.lexical import term_idf, terms
-from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
-from engramrag.retrieve.note_bm25 import NoteIndex
+from engramrag.retrieve.index_graph import EDGE_KINDS, assemble_graph
+from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
-from engramrag.vault.dates import DocumentDate, document_date
 from engramrag.vectors.lancedb_store import VectorStore
 
 FORMAT = 11
@@ -48,11 +38,6 @@ CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
 NEIGHBOURS = "neighbours.npz"
-HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
-
-# Edge kinds, as stored in graph.npz.
-MENTION, RELATION, HIERARCHY, SYNONYM = 0, 1, 2, 3
-EDGE_KINDS = {MENTION: "mention", RELATION: "relation", HIERARCHY: "hierarchy", SYNONYM: "synonym"}
 
 
 @dataclass
@@ -91,7 +76,7 @@ def build_retrieval_index(
     progress.advance()
     # A change to how notes are cut into terms bumps FORMAT, so cached terms are never read across it.
     body_terms = BodyTerms.load(current if current and _format_of(current) == FORMAT else None)
-    graph = _assemble(
+    graph = assemble_graph(
         tables, vectors, index_config, _previous_neighbours(current, embedder, index_config), body_terms
     )
     progress.advance()
@@ -259,196 +244,11 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
     }
 
 
-def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
-    """(doc_id, entity_key) -> the label's stored vector (read from LanceDB, never re-embedded)."""
+def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Label text -> its stored vector (read from LanceDB, never re-embedded)."""
     if entities.empty:
         return {}
-    stored = VectorStore.for_home(home, embedder).label_vectors()
-    return {
-        (doc, key): stored[label]
-        for doc, key, label in zip(
-            entities["doc_id"].tolist(), entities["entity_key"].tolist(), entities["label"].tolist(), strict=True
-        )
-        if label in stored
-    }
-
-
-def _assemble(
-    tables: dict[str, pd.DataFrame],
-    vectors: dict[tuple[str, str], np.ndarray],
-    config: IndexConfig,
-    previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
-    body_terms: BodyTerms | None = None,
-) -> dict[str, Any]:
-    # Plain lists: iterating Arrow-backed strings row by row costs more than the loops' own work.
-    statements = tables["statements"].astype(object)
-    passages = tables["passages"]
-    # A mention's node is its stable key (normalised label), or the cluster the resolution overlay put it in.
-    cluster_of = dict(
-        zip(tables["clusters"]["entity_key"].tolist(), tables["clusters"]["cluster_key"].tolist(), strict=True)
-    )
-    columns = [tables["entities"][name].tolist() for name in ("doc_id", "entity_key", "label", "kind", "mentions")]
-    mention_rows = [
-        (*row, node_key)
-        for row in zip(*columns, strict=True)
-        if (node_key := cluster_of.get(stable := normalise_label(row[2]), stable)) != ""
-    ]
-    node_keys = sorted({row[5] for row in mention_rows})
-    node_of_key = {key: i for i, key in enumerate(node_keys)}
-    entity_count = len(node_keys)
-    node_of_mention = {(doc, key): node_of_key[node_key] for doc, key, *_, node_key in mention_rows}
-    passage_node = {doc: entity_count + i for i, doc in enumerate(passages["doc_id"].tolist())}
-
-    labels: dict[int, Counter[str]] = {}
-    kinds: dict[int, Counter[str]] = {}
-    mentions: Counter[int] = Counter()
-    vector_of_node: dict[int, np.ndarray] = {}
-    edges: dict[tuple[int, int, int], float] = {}
-
-    def add(a: int, b: int, kind: int, weight: float) -> None:
-        if a == b:
-            return
-        key = (min(a, b), max(a, b), kind)
-        edges[key] = edges.get(key, 0.0) + weight
-
-    documents_of: dict[int, set[str]] = {}
-    for doc, *_, node_key in mention_rows:
-        if doc in passage_node:
-            documents_of.setdefault(node_of_key[node_key], set()).add(doc)
-    specificity = [
-        node_specificity(len(documents_of.get(node, ())), len(passage_node)) for node in range(entity_count)
-    ]
-    for doc, key, label, kind, count, node_key in mention_rows:
-        node = node_of_key[node_key]
-        labels.setdefault(node, Counter())[label] += 1
-        kinds.setdefault(node, Counter())[kind] += 1
-        mentions[node] += 1
-        if node not in vector_of_node and (doc, key) in vectors:
-            vector_of_node[node] = vectors[(doc, key)]
-        if doc in passage_node:
-            # A note that names an entity often is more about it than one naming it once (as author, say).
-            weight = config.mention_edge_weight * (1.0 + math.log(max(1, count)))
-            if key == DOCUMENT_KEY:  # the entity the note is about: its title
-                weight *= config.title_edge_weight
-            # Hub control: an entity named in a large share of the notes (a chat's speakers, the team's own
-            # name) carries little of the walk from note to note.
-            weight *= specificity[node] ** config.mention_specificity_exponent
-            add(node, passage_node[doc], MENTION, weight)
-
-    edge_rows = []
-    for row in statements.itertuples(index=False):
-        subject = node_of_mention.get((row.doc_id, row.subject))
-        obj = node_of_mention.get((row.doc_id, row.object))
-        if subject is None or obj is None or subject == obj:
-            continue
-        kind = HIERARCHY if row.predicate in HIERARCHY_PREDICATES else RELATION
-        add(subject, obj, kind, 1.0 if row.role == "assertion" else config.analysis_edge_weight)
-        edge_rows.append((subject, obj, passage_node[row.doc_id], *row))
-
-    missing = [node for node in range(entity_count) if node not in vector_of_node]
-    if missing:
-        raise RuntimeError(
-            f"{len(missing)} entity labels have no vector (e.g. {node_keys[missing[0]]!r}); the embeddings are "
-            "behind the catalog. Run the build again (it embeds what is missing) or rebuild with --full."
-        )
-    matrix = np.stack([vector_of_node[node] for node in range(entity_count)]) if entity_count else np.zeros((0, 1))
-    k = max(config.synonym_neighbours, config.density_neighbours)
-    if previous is not None:
-        update = update_neighbours(previous[0], previous[1], previous[2], node_keys, matrix, k)
-    else:
-        update = NeighbourUpdate(nearest_neighbours(matrix, k), entity_count, 0)
-    neighbours = update.neighbours
-    density = neighbours.density(config.density_neighbours)
-    low, high, sims = neighbours.pairs_above(config.synonym_threshold)
-    for a, b, sim in zip(low.tolist(), high.tolist(), sims.tolist(), strict=True):
-        add(a, b, SYNONYM, float(sim))
-
-    ordered = sorted(edges.items())
-    display = [labels[node].most_common(1)[0][0] for node in range(entity_count)]
-    # Each distinct wording of a node (a merged cluster has several: "PostgreSQL", "Postgres") is matched on its
-    # own by the lexical leg, so a question naming one of them names the entity fully.
-    term_lists = [
-        list(dict.fromkeys(filter(None, (tuple(dict.fromkeys(terms(label))) for label in labels[node]))))
-        or [tuple(dict.fromkeys(terms(node_keys[node])))]
-        for node in range(entity_count)
-    ]
-    label_terms = {term for wordings in term_lists for listed in wordings for term in listed}
-    bodies = passages["body"].tolist()
-    # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
-    body_hashes, note_terms, note_stems = (body_terms or BodyTerms()).of(bodies)
-    frequency = _document_frequency(note_terms, label_terms)
-    return {
-        "entity_count": entity_count,
-        "node_keys": node_keys,
-        "labels": display,
-        "kinds": [kinds[node].most_common(1)[0][0] for node in range(entity_count)],
-        "mentions": [mentions[node] for node in range(entity_count)],
-        "documents": [len(documents_of.get(node, ())) for node in range(entity_count)],
-        "specificity": specificity,
-        "density": density,
-        "matrix": matrix,
-        "neighbours": update,
-        "passages": passages.assign(node=[passage_node[d] for d in passages["doc_id"]], **_valid_from(passages)),
-        "edge_src": np.array([e[0][0] for e in ordered], dtype=np.int32),
-        "edge_dst": np.array([e[0][1] for e in ordered], dtype=np.int32),
-        "edge_kind": np.array([e[0][2] for e in ordered], dtype=np.int8),
-        "edge_weight": np.array([e[1] for e in ordered], dtype=np.float32),
-        "edge_statements": pd.DataFrame(
-            edge_rows,
-            columns=["src", "dst", "doc_node", *statements.columns],
-        ),
-        "term_lists": term_lists,
-        "idf": term_idf(frequency, max(1, len(passages))),
-        "superseded": tables["supersessions"],
-        "document_supersessions": tables["document_supersessions"],
-        "notes": NoteIndex.build(bodies, note_stems),
-        "body_hashes": body_hashes,
-    }
-
-
-def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
-    """Each note's date and where it came from: the catalog's (``engramrag/vault/dates.py``, git history
-    included); for a row synced before the catalog held dates, computed here without git history."""
-    found = []
-    for path, title, matter, mtime_ns, day, source in zip(
-        passages["path"], passages["title"], passages["front_matter"], passages["mtime_ns"],
-        passages["doc_date"], passages["date_source"], strict=True,
-    ):  # fmt: skip
-        if isinstance(day, str) and day:
-            found.append(DocumentDate(day, str(source)))
-            continue
-        found.append(
-            document_date(
-                json.loads(matter) if isinstance(matter, str) and matter else {},
-                path,
-                title,
-                None,
-                mtime_ns / 1e9 if mtime_ns is not None and not pd.isna(mtime_ns) else None,
-            )
-        )
-    return {
-        "valid_from": [item.value if item else None for item in found],
-        "valid_from_source": [item.source if item else None for item in found],
-    }
-
-
-def node_specificity(documents: int, total: int) -> float:
-    """How specific an entity is, in (0, 1]: log((N + 1) / df) / log(N + 1) for an entity named in ``documents``
-    of ``total`` notes (HippoRAG weights its seeds by inverse passage count; this is its smoothed log form).
-    A name in one note of many is near 1; a name in every note is near 0."""
-    if total <= 0:
-        return 1.0
-    return max(0.0, math.log((total + 1) / max(1, documents))) / math.log(total + 1)
-
-
-def _document_frequency(body_terms: list[list[str]], wanted: set[str]) -> Counter[str]:
-    """In how many documents each label term occurs. Weighting label terms by how common they are in the
-    notes (not among labels) keeps an everyday word that happens to be a label ("Owns", "Status") from
-    seeding as strongly as a name only a few notes use."""
-    frequency: Counter[str] = Counter()
-    for listed in body_terms:
-        frequency.update(wanted.intersection(listed))
-    return frequency
+    return VectorStore.for_home(home, embedder).label_vectors()
 
 
 def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:

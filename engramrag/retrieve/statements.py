@@ -4,7 +4,8 @@ A search asks three things of them: the statements touching its top entities (th
 of each result document that touch a seed (its provenance), and one statement per bridge edge. At 10,000
 notes the table has about a million rows; a DuckDB scan for each question cost 20-90 ms, a lookup here
 well under one. The rows are stored in preference order (asserted statements first, then by statement
-id), so "the first row" of any selection is the one to show.
+id, then by document: one sentence in two notes has one id), so "the first row" of any selection is the one
+to show, the same from build to build.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 # The order edge_statements is written in (index_build) and read back in.
-PREFERENCE_ORDER = "role <> 'assertion', statement_id"
+PREFERENCE_ORDER = "role <> 'assertion', statement_id, doc_id"
 
 
 @dataclass

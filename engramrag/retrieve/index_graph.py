@@ -1,0 +1,288 @@
+"""The graph search walks: nodes and weighted edges assembled from the catalog's tables, column by column.
+
+Nodes are entities (document mentions joined by their normalised label, or by the cluster the resolution overlay
+put them in) and passages (one per document). Edges: passage–entity mentions, relations between entities
+(weighted by how many statements say so; machine-proposed ones weigh less), hierarchy relations and synonyms
+(label embeddings at least ``synonym_threshold`` alike). Type edges are left out (DESIGN.md: not until an
+ablation shows they help).
+
+The work is done on whole columns (pandas joins, numpy arrays) rather than row by row: at 10,000 notes a build
+joins about a million statements and half a million mentions, and a per-row loop over them took 25 s of every
+edit's rebuild. Edge weights are summed with ``np.add.at`` in the order the rows come (mentions, statements,
+synonyms), which is the same left-to-right float sum a loop gives, so the weights are the same to the bit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engramrag.extract.builder import DOCUMENT_KEY
+from engramrag.extract.textutil import normalise_label
+from engramrag.retrieve.body_terms import BodyTerms
+from engramrag.retrieve.config import IndexConfig
+from engramrag.retrieve.lexical import term_idf, terms
+from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
+from engramrag.retrieve.note_bm25 import NoteIndex
+from engramrag.vault.dates import DocumentDate, document_date
+
+HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
+
+# Edge kinds, as stored in graph.npz.
+MENTION, RELATION, HIERARCHY, SYNONYM = 0, 1, 2, 3
+EDGE_KINDS = {MENTION: "mention", RELATION: "relation", HIERARCHY: "hierarchy", SYNONYM: "synonym"}
+
+STATEMENT_COLUMNS = ["doc_id", "statement_id", "subject", "predicate", "label", "object", "role", "line_start",
+                     "line_end"]  # fmt: skip
+
+
+def assemble_graph(
+    tables: dict[str, pd.DataFrame],
+    label_vectors: dict[str, np.ndarray],
+    config: IndexConfig,
+    previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
+    body_terms: BodyTerms | None = None,
+) -> dict[str, Any]:
+    """Nodes, edges and the lexical tables of one index, from the catalog's ``tables`` and the stored vector of
+    each label (``label_vectors``, read from LanceDB)."""
+    passages = tables["passages"]
+    mentions = _mentions(tables["entities"], tables["clusters"])
+    node_keys = sorted(set(mentions["node_key"].tolist()))
+    entity_count = len(node_keys)
+    mentions["node"] = pd.Categorical(mentions["node_key"], categories=node_keys).codes.astype(np.int64)
+    passage_docs = passages["doc_id"].tolist()
+    passage_node = pd.Series(np.arange(entity_count, entity_count + len(passage_docs), dtype=np.int64),
+                             index=pd.Index(passage_docs, dtype=object))  # fmt: skip
+    mentions["passage"] = mentions["doc_id"].map(passage_node)
+    in_passage = mentions[mentions["passage"].notna()]
+
+    documents = (
+        in_passage.drop_duplicates(["node", "doc_id"]).groupby("node").size().reindex(range(entity_count), fill_value=0)
+    ).tolist()
+    specificity = [node_specificity(count, len(passage_docs)) for count in documents]
+    matrix = _node_vectors(mentions, label_vectors, node_keys, entity_count)
+
+    mention_lo, mention_hi, mention_weight = _mention_edges(in_passage, specificity, config)
+    statement_rows = _statement_rows(tables["statements"], mentions, passage_node)
+    relation_kind = np.where(statement_rows["predicate"].isin(HIERARCHY_PREDICATES), HIERARCHY, RELATION)
+    relation_weight = np.where(statement_rows["role"] == "assertion", 1.0, config.analysis_edge_weight)
+    subject, obj = statement_rows["src"].to_numpy(), statement_rows["dst"].to_numpy()
+
+    k = max(config.synonym_neighbours, config.density_neighbours)
+    if previous is not None:
+        update = update_neighbours(previous[0], previous[1], previous[2], node_keys, matrix, k)
+    else:
+        update = NeighbourUpdate(nearest_neighbours(matrix, k), entity_count, 0)
+    neighbours = update.neighbours
+    low, high, sims = neighbours.pairs_above(config.synonym_threshold)
+
+    src, dst, kind, weight = _summed_edges(
+        entity_count + len(passage_docs),
+        [
+            (mention_lo, mention_hi, np.full(len(mention_lo), MENTION), mention_weight),
+            (np.minimum(subject, obj), np.maximum(subject, obj), relation_kind, relation_weight),
+            (low.astype(np.int64), high.astype(np.int64), np.full(len(low), SYNONYM), sims.astype(np.float64)),
+        ],
+    )
+
+    wordings = _wordings(mentions, entity_count)
+    # Each distinct wording of a node (a merged cluster has several: "PostgreSQL", "Postgres") is matched on its
+    # own by the lexical leg, so a question naming one of them names the entity fully.
+    term_lists = [
+        list(dict.fromkeys(filter(None, (tuple(dict.fromkeys(terms(label))) for label in wordings[node]))))
+        or [tuple(dict.fromkeys(terms(node_keys[node])))]
+        for node in range(entity_count)
+    ]
+    label_terms = {term for listed_wordings in term_lists for listed in listed_wordings for term in listed}
+    bodies = passages["body"].tolist()
+    # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
+    body_hashes, note_terms, note_stems = (body_terms or BodyTerms()).of(bodies)
+    frequency = _document_frequency(note_terms, label_terms)
+    return {
+        "entity_count": entity_count,
+        "node_keys": node_keys,
+        "labels": _most_common(mentions, "label", entity_count),
+        "kinds": _most_common(mentions, "kind", entity_count),
+        "mentions": mentions.groupby("node").size().reindex(range(entity_count), fill_value=0).tolist(),
+        "documents": documents,
+        "specificity": specificity,
+        "density": neighbours.density(config.density_neighbours),
+        "matrix": matrix,
+        "neighbours": update,
+        "passages": passages.assign(node=passage_node.to_numpy(), **_valid_from(passages)),
+        "edge_src": src.astype(np.int32),
+        "edge_dst": dst.astype(np.int32),
+        "edge_kind": kind.astype(np.int8),
+        "edge_weight": weight.astype(np.float32),
+        "edge_statements": statement_rows,
+        "term_lists": term_lists,
+        "idf": term_idf(frequency, max(1, len(passages))),
+        "superseded": tables["supersessions"],
+        "document_supersessions": tables["document_supersessions"],
+        "notes": NoteIndex.build(bodies, note_stems),
+        "body_hashes": body_hashes,
+    }
+
+
+def _mentions(entities: pd.DataFrame, clusters: pd.DataFrame) -> pd.DataFrame:
+    """One row per (document, entity) with the key of its node: the normalised label, or the cluster the overlay
+    put that label in. A label that normalises to nothing makes no node. Rows keep the catalog's order, which
+    decides ties below (the first wording and the first stored vector of a node)."""
+    cluster_of = dict(zip(clusters["entity_key"].tolist(), clusters["cluster_key"].tolist(), strict=True))
+    labels = entities["label"].astype(object)
+    node_key_of = {label: cluster_of.get(stable := normalise_label(label), stable) for label in pd.unique(labels)}
+    frame = pd.DataFrame(
+        {
+            "doc_id": entities["doc_id"],
+            "entity_key": entities["entity_key"],
+            "label": labels,
+            "kind": entities["kind"].astype(object),
+            "count": entities["mentions"].to_numpy(),
+            "node_key": labels.map(node_key_of),
+        }
+    )
+    return frame[frame["node_key"] != ""].reset_index(drop=True)
+
+
+def _node_vectors(
+    mentions: pd.DataFrame, label_vectors: dict[str, np.ndarray], node_keys: list[str], entity_count: int
+) -> np.ndarray:
+    """Each node's vector: that of the first of its mentions whose label has a stored vector."""
+    stored = mentions[mentions["label"].isin(list(label_vectors))].drop_duplicates("node")
+    vector_of_node = dict(zip(stored["node"].tolist(), stored["label"].tolist(), strict=True))
+    missing = [node for node in range(entity_count) if node not in vector_of_node]
+    if missing:
+        raise RuntimeError(
+            f"{len(missing)} entity labels have no vector (e.g. {node_keys[missing[0]]!r}); the embeddings are "
+            "behind the catalog. Run the build again (it embeds what is missing) or rebuild with --full."
+        )
+    if not entity_count:
+        return np.zeros((0, 1))
+    return np.stack([label_vectors[vector_of_node[node]] for node in range(entity_count)])
+
+
+def _mention_edges(
+    in_passage: pd.DataFrame, specificity: list[float], config: IndexConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Entity–passage edges, one per mention row: a note that names an entity often is more about it than one
+    naming it once (as author, say); the entity a note is about (its title) weighs more; an entity named in a
+    large share of the notes (a chat's speakers, the team's own name) carries little of the walk."""
+    counts = in_passage["count"].to_numpy()
+    # math.log and Python's power, once per distinct value, so the weights are those of the scalar formula.
+    log_of = {int(c): 1.0 + math.log(max(1, int(c))) for c in np.unique(counts)}
+    damping = np.array([value**config.mention_specificity_exponent for value in specificity], dtype=np.float64)
+    weight = config.mention_edge_weight * pd.Series(counts).map(log_of).to_numpy(dtype=np.float64)
+    title = (in_passage["entity_key"] == DOCUMENT_KEY).to_numpy()
+    weight = np.where(title, weight * config.title_edge_weight, weight)
+    nodes = in_passage["node"].to_numpy()
+    weight = weight * damping[nodes] if len(nodes) else weight
+    return nodes, in_passage["passage"].to_numpy(dtype=np.int64), weight
+
+
+def _statement_rows(statements: pd.DataFrame, mentions: pd.DataFrame, passage_node: pd.Series) -> pd.DataFrame:
+    """Statements between two different entity nodes of a listed note, with their nodes: the rows search reads
+    to show why an edge exists."""
+    node_of = mentions[["doc_id", "entity_key", "node"]].drop_duplicates(["doc_id", "entity_key"], keep="last")
+    frame = statements[STATEMENT_COLUMNS]
+    for end, column in (("subject", "src"), ("object", "dst")):
+        frame = frame.merge(
+            node_of.rename(columns={"entity_key": end, "node": column}), on=["doc_id", end], how="left", sort=False
+        )
+    frame["doc_node"] = frame["doc_id"].map(passage_node)
+    keep = frame["src"].notna() & frame["dst"].notna() & frame["doc_node"].notna() & (frame["src"] != frame["dst"])
+    frame = frame[keep]
+    ends = {column: frame[column].astype(np.int64) for column in ("src", "dst", "doc_node")}
+    lines = {column: pd.array(frame[column], dtype="Int64") for column in ("line_start", "line_end")}
+    return frame.assign(**lines)[[*ends.keys(), *STATEMENT_COLUMNS]].assign(**ends).reset_index(drop=True)
+
+
+def _summed_edges(
+    node_count: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Edges (low, high, kind) with the weights of their repeats summed in the order given, sorted by
+    (low, high, kind); self-loops are dropped."""
+    low = np.concatenate([part[0].astype(np.int64) for part in parts])
+    high = np.concatenate([part[1].astype(np.int64) for part in parts])
+    kind = np.concatenate([part[2].astype(np.int64) for part in parts])
+    weight = np.concatenate([part[3].astype(np.float64) for part in parts])
+    keep = low != high
+    low, high, kind, weight = low[keep], high[keep], kind[keep], weight[keep]
+    key = (low * node_count + high) * len(EDGE_KINDS) + kind
+    unique, slot = np.unique(key, return_inverse=True)
+    sums = np.zeros(len(unique), dtype=np.float64)
+    np.add.at(sums, slot, weight)  # unbuffered, in row order: the sum a loop would give
+    pair, edge_kind = np.divmod(unique, len(EDGE_KINDS))
+    src, dst = np.divmod(pair, node_count)
+    return src, dst, edge_kind, sums
+
+
+def _most_common(mentions: pd.DataFrame, column: str, entity_count: int) -> list[str]:
+    """Per node, the value of ``column`` its mentions carry most often (the first seen among equals)."""
+    counted = (
+        mentions.assign(position=np.arange(len(mentions)))
+        .groupby(["node", column], sort=False, dropna=False)
+        .agg(count=("position", "size"), first=("position", "min"))
+        .reset_index()
+        .sort_values(["node", "count", "first"], ascending=[True, False, True])
+        .drop_duplicates("node")
+    )
+    return pd.Series(counted[column].tolist(), index=counted["node"].tolist()).reindex(range(entity_count)).tolist()
+
+
+def _wordings(mentions: pd.DataFrame, entity_count: int) -> list[list[str]]:
+    """Per node, its distinct labels in the order they were first seen."""
+    wordings: list[list[str]] = [[] for _ in range(entity_count)]
+    distinct = mentions.drop_duplicates(["node", "label"])
+    for node, label in zip(distinct["node"].tolist(), distinct["label"].tolist(), strict=True):
+        wordings[node].append(label)
+    return wordings
+
+
+def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
+    """Each note's date and where it came from: the catalog's (``engramrag/vault/dates.py``, git history
+    included); for a row synced before the catalog held dates, computed here without git history."""
+    found = []
+    for path, title, matter, mtime_ns, day, source in zip(
+        passages["path"], passages["title"], passages["front_matter"], passages["mtime_ns"],
+        passages["doc_date"], passages["date_source"], strict=True,
+    ):  # fmt: skip
+        if isinstance(day, str) and day:
+            found.append(DocumentDate(day, str(source)))
+            continue
+        found.append(
+            document_date(
+                json.loads(matter) if isinstance(matter, str) and matter else {},
+                path,
+                title,
+                None,
+                mtime_ns / 1e9 if mtime_ns is not None and not pd.isna(mtime_ns) else None,
+            )
+        )
+    return {
+        "valid_from": [item.value if item else None for item in found],
+        "valid_from_source": [item.source if item else None for item in found],
+    }
+
+
+def node_specificity(documents: int, total: int) -> float:
+    """How specific an entity is, in (0, 1]: log((N + 1) / df) / log(N + 1) for an entity named in ``documents``
+    of ``total`` notes (HippoRAG weights its seeds by inverse passage count; this is its smoothed log form).
+    A name in one note of many is near 1; a name in every note is near 0."""
+    if total <= 0:
+        return 1.0
+    return max(0.0, math.log((total + 1) / max(1, documents))) / math.log(total + 1)
+
+
+def _document_frequency(body_terms: list[list[str]], wanted: set[str]) -> Counter[str]:
+    """In how many documents each label term occurs. Weighting label terms by how common they are in the
+    notes (not among labels) keeps an everyday word that happens to be a label ("Owns", "Status") from
+    seeding as strongly as a name only a few notes use."""
+    frequency: Counter[str] = Counter()
+    for listed in body_terms:
+        frequency.update(wanted.intersection(listed))
+    return frequency
