@@ -31,4 +31,5 @@ def test_live_keys_pass(tmp_path: Path) -> None:
 def test_a_key_only_a_gone_document_mentions_fails(tmp_path: Path) -> None:
     outcome = overlay_names_existing_entities(_home(tmp_path, [("oracle", "postgresql")]))
     assert not outcome.passed
-    assert outcome.metadata["failures"][0]["column"] == "entity_key"
+    failure = outcome.metadata["failures"][0]
+    assert failure["column"] == "entity_key_not_live" and failure["examples"] == ["oracle"]

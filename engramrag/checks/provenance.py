@@ -88,12 +88,15 @@ def quads_belong_to_live_documents(home: Home, documents: list[str] | None = Non
             graphs = [graph for graph in candidates if quads.has_graph(graph)]
         default_graph = sum(1 for _ in quads.query("SELECT * WHERE { ?s ?p ?o } LIMIT 1"))
     frame = pd.DataFrame({"graph": graphs, "document": [path_of_graph(graph) for graph in graphs]})
+    # The membership is computed here (great-expectations carries a value set of 10,000 paths slowly) and the
+    # expectation is that no graph names a document outside it.
+    frame["document_not_live"] = frame["document"].where(~frame["document"].isin(live))
     passed, failures = validate_frame(
         "named_graphs",
         frame,
         [
             gxe.ExpectColumnValuesToNotBeNull(column="document"),
-            gxe.ExpectColumnValuesToBeInSet(column="document", value_set=sorted(live) or [""]),
+            gxe.ExpectColumnValuesToBeNull(column="document_not_live"),
         ],
     )
     passed = passed and default_graph == 0

@@ -43,16 +43,17 @@ def overlay_names_existing_entities(home: Home) -> CheckOutcome:
         ).fetchall()]
     live = {normalise_label(label) for label in labels} - {""}
     frame = pd.DataFrame({"entity_key": rows["entity_key"], "cluster_key": rows["cluster_key"]})
-    # The same expectation over the live keys the overlay names: a value is in it exactly when it is live, and
-    # great-expectations carries a set of tens of thousands of keys slowly (3 s at 1,000 notes).
-    named = set(frame["entity_key"]) | set(frame["cluster_key"])
-    allowed = sorted(live & named) or [""]
+    # Membership in the live keys is computed here and the expectation is that no value falls outside them:
+    # great-expectations carries a value set of tens of thousands of keys slowly (1.8 s per expectation at 10,000
+    # notes, against 0.05 s for this).
+    for column in ("entity_key", "cluster_key"):
+        frame[f"{column}_not_live"] = frame[column].where(~frame[column].isin(live))
     passed, failures = validate_frame(
         "entity_clusters",
         frame,
         [
-            gx.expectations.ExpectColumnValuesToBeInSet(column="entity_key", value_set=allowed),
-            gx.expectations.ExpectColumnValuesToBeInSet(column="cluster_key", value_set=allowed),
+            gx.expectations.ExpectColumnValuesToBeNull(column="entity_key_not_live"),
+            gx.expectations.ExpectColumnValuesToBeNull(column="cluster_key_not_live"),
             gx.expectations.ExpectColumnValuesToBeUnique(column="entity_key"),
         ],
     )
