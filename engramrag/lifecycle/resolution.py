@@ -23,7 +23,7 @@ from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.evidence import evidence_from_json, evidence_json
-from engramrag.resolve.inputs import live_mentions, unknown_kinds
+from engramrag.resolve.inputs import live_kind_counts, live_mentions, unknown_kinds
 from engramrag.resolve.keytable import key_kinds
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -130,7 +130,7 @@ def refresh_overlay(
     candidate_config = candidate_config or CandidateConfig()
     verdicts = DecisionsStore.for_home(home).current(MERGE)
     with catalog_writer(home, config.bucket_count) as catalog:
-        mentions = live_mentions(catalog)
+        mentions = live_kind_counts(catalog)
         automatic = _automatic_pairs(catalog)
     kinds = key_kinds(mentions)
     keys = list(kinds)

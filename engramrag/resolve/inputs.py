@@ -35,6 +35,18 @@ def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     ).df().astype(object)  # iterated row by row by resolution: Arrow-backed strings cost more than the work
 
 
+def live_kind_counts(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The live mentions grouped by (label, kind, core_kind), with how many mention rows each group has in
+    ``rows``: all the overlay reads of them (the kind each key is compared by), a tenth of the rows."""
+    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
+    return catalog.execute(
+        f"""
+        SELECT e.label, e.kind, {core}, count(*) AS rows
+        FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
+        """
+    ).df().astype(object)
+
+
 def mention_core_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> list[str | None]:
     """Per mention row, the core kind it is compared as: the ``core_kind`` its extraction recorded, else its kind's
     own (a core kind, or a custom kind in ``custom_kinds``); None when the kind is unknown (compared as Concept)."""
@@ -44,12 +56,12 @@ def mention_core_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] |
 
 def unknown_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> dict[str, int]:
     """The kinds resolution compares as Concept because nothing declares them, with their number of mention rows,
-    most frequent first."""
-    counts = Counter(
-        str(kind)
-        for kind, core in zip(mentions["kind"], mention_core_kinds(mentions, custom_kinds), strict=True)
-        if core is None
-    )
+    most frequent first (``mentions`` may be grouped, with the rows each stands for in ``rows``)."""
+    weights = mentions["rows"].tolist() if "rows" in mentions.columns else [1] * len(mentions)
+    counts: Counter[str] = Counter()
+    for kind, core, weight in zip(mentions["kind"], mention_core_kinds(mentions, custom_kinds), weights, strict=True):
+        if core is None:
+            counts[str(kind)] += weight
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
@@ -59,4 +71,4 @@ def _core(kind: str, declared: Any, custom_kinds: Mapping[str, str] | None) -> s
     return core_kind(kind, custom_kinds) if is_known(kind, custom_kinds) else None
 
 
-__all__ = ["MENTION_COLUMNS", "live_mentions", "mention_core_kinds", "unknown_kinds"]
+__all__ = ["MENTION_COLUMNS", "live_kind_counts", "live_mentions", "mention_core_kinds", "unknown_kinds"]

@@ -144,13 +144,15 @@ def comparable_kind(kinds: Counter[str]) -> str:
 
 def key_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> dict[str, str]:
     """Per stable key, the core kind it is compared by, as the candidates compare it (for the clusters' kind
-    check): a custom kind as its declared core kind, an unknown kind as Concept."""
+    check): a custom kind as its declared core kind, an unknown kind as Concept. ``mentions`` may be grouped, with
+    the number of mention rows each row stands for in ``rows`` (``resolve.inputs.live_kind_counts``)."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     cores = mention_core_kinds(mentions, custom_kinds)
-    for label, core in zip(mentions["label"], cores, strict=True):
+    weights = mentions["rows"].tolist() if "rows" in mentions.columns else [1] * len(mentions)
+    for label, core, weight in zip(mentions["label"], cores, weights, strict=True):
         key = normalise_label(str(label))
         if key:
-            counts[key][core or "Concept"] += 1
+            counts[key][core or "Concept"] += weight
     return {key: comparable_kind(counts[key]) for key in sorted(counts)}
 
 
