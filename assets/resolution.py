@@ -39,6 +39,8 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
             "judged": summary.judged,
             "evidence_quoted": summary.evidence_quoted,
             "evidence_reused": summary.evidence_reused,
+            "embedding_keys_searched": summary.embedding_searched,
+            "embedding_lists_kept": summary.embedding_kept,
             "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
         }
     )

@@ -50,6 +50,11 @@ class Home:
         return self.root / "ppr"
 
     @property
+    def resolution_path(self) -> Path:
+        """What resolution keeps from one run to the next (its embedding lists)."""
+        return self.root / "resolution"
+
+    @property
     def decisions_path(self) -> Path:
         return self.root / "decisions.sqlite"
 

@@ -22,6 +22,7 @@ from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
 from engramrag.resolve.clusters import Clustering, cluster
+from engramrag.resolve.embedding_lists import ListCache, NeighbourLists
 from engramrag.resolve.evidence import evidence_from_json, evidence_json
 from engramrag.resolve.inputs import live_kind_counts, live_mentions, unknown_kinds
 from engramrag.resolve.keytable import key_kinds
@@ -47,6 +48,9 @@ class CandidateSummary:
     unknown_kinds: dict[str, int] = field(default_factory=dict)  # kind -> mentions compared as Concept
     evidence_quoted: int = 0  # keys whose evidence sentences were searched for in their documents
     evidence_reused: int = 0  # keys whose mentions and documents were unchanged: last run's evidence kept
+    embedding_searched: int = 0  # keys searched against every later key (new or changed vector, or a full list
+    # that lost a member; every key when nothing was kept)
+    embedding_kept: int = 0  # keys whose nearest-key list was kept from the last run, merged with the changed keys
 
 
 @dataclass
@@ -86,8 +90,9 @@ def refresh_candidates(
         }
     vectors = _key_vectors(home, embedder, mentions)
     quoted: dict[str, tuple[str, tuple]] = {}
+    lists = ListCache(NeighbourLists.load(home.resolution_path))
     candidates = find_candidates(
-        mentions, documents, vectors, candidate_config, known_evidence=known, quoted=quoted
+        mentions, documents, vectors, candidate_config, known_evidence=known, quoted=quoted, lists=lists
     )
     reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
     verdicts = judge([c for c in candidates if not c.vetoed and not c.auto_merge]) if judge else {}
@@ -111,6 +116,8 @@ def refresh_candidates(
             catalog.execute("INSERT INTO resolution_evidence SELECT entity_key, signature, evidence FROM evidence_rows")
             catalog.unregister("evidence_rows")
         catalog.execute("COMMIT")
+    if lists.update is not None:
+        lists.update.lists.save(home.resolution_path)
     return CandidateSummary(
         keys=mentions["label"].map(normalise_label).nunique() if len(mentions) else 0,
         candidates=len(candidates),
@@ -120,6 +127,8 @@ def refresh_candidates(
         unknown_kinds=unknown_kinds(mentions),
         evidence_quoted=len(quoted) - reused,
         evidence_reused=reused,
+        embedding_searched=lists.update.searched if lists.update else 0,
+        embedding_kept=lists.update.kept if lists.update else 0,
     )
 
 

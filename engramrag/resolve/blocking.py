@@ -8,8 +8,8 @@ of each side); and, for label vectors, each key's ``embedding_neighbours`` most 
 could reach ``min_score``. Only ``shared_documents`` has no index, which is why its weight must stay below
 ``min_score``. The indexes are exact except where a posting list is longer than ``max_posting`` (a word or trigram
 common to that many labels says nothing about identity), for cosine pairs outside the k nearest, and, for vectors
-longer than ``embedding_projection``, near the cut of the rotated search. At 40,000 keys with 512-dimensional
-vectors this takes about 20 s on two busy cores.
+longer than ``embedding_projection``, near the cut of the rotated search. The embedding lists are kept between
+runs (``resolve.embedding_lists``), so a run searches only the keys whose vector is new or changed.
 """
 
 from __future__ import annotations
@@ -22,13 +22,23 @@ import numpy as np
 from scipy import sparse
 
 from engramrag.resolve.candidate_config import CandidateConfig
+from engramrag.resolve.embedding_lists import (
+    ListCache,
+    proposed_pairs,
+    search_settings,
+    searched_vectors,
+    update_lists,
+    vector_digests,
+)
 from engramrag.resolve.keytable import KeyTable
 from engramrag.resolve.surface import edit_similarity
-from engramrag.retrieve.neighbours import BLOCK
 
 
-def blocked_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, int], float | None]:
-    """Every pair some index proposes -> its edit similarity when the edit index computed it already."""
+def blocked_pairs(
+    table: KeyTable, config: CandidateConfig, lists: ListCache | None = None
+) -> dict[tuple[int, int], float | None]:
+    """Every pair some index proposes -> its edit similarity when the edit index computed it already. ``lists``:
+    the embedding lists of the previous run (``previous``), and where this run's are left (``update``)."""
     pairs: dict[tuple[int, int], float | None] = {}
 
     def add(a: int, b: int) -> None:
@@ -60,8 +70,8 @@ def blocked_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, i
         add(a, b)
     for pair, similarity in _edit_pairs(table, config.edit_floor, config.max_posting).items():
         pairs[pair] = similarity
-    if table.vectors is not None and config.embedding_neighbours:
-        for a, b in _embedding_pairs(table.vectors, table.has_vector, config):
+    if table.vectors is not None and table.has_vector is not None:
+        for a, b in _embedding_pairs(table, config, lists):
             add(a, b)
     return pairs
 
@@ -168,60 +178,16 @@ def _character_counts(forms: list[str]) -> sparse.csr_matrix:
     return _incidence(rows, cols, len(forms), len(ids))  # duplicate entries add up to counts
 
 
-def _embedding_pairs(vectors: np.ndarray, present: np.ndarray, config: CandidateConfig) -> set[tuple[int, int]]:
-    """Among each key's ``embedding_neighbours`` nearest later keys (in key order; each pair is compared once),
-    those whose cosine can lift the pair to ``min_score`` (with at most the shared-documents feature beside it;
-    every other feature has its own index).
-
-    ``retrieve.neighbours.nearest_neighbours`` ranks every row fully, which at 40,000 keys costs 18 s of
-    partitioning alone; here a block of similarities is first cut at the floor (one comparison), and only the hits
-    are ranked. Vectors longer than ``embedding_projection`` are first turned by a fixed random rotation to that
-    length (cosines are kept to about 1/sqrt(length)) and searched with the cut lowered by
-    ``embedding_projection_margin``; the cut that decides is then applied to the cosine of the full vectors.
-    """
-    full = np.ascontiguousarray(vectors, dtype=np.float32)
-    needed = (1.0 - (1.0 - config.min_score) / (1.0 - config.shared_documents_weight)) / config.embedding_weight
-    if needed > 1.0:
+def _embedding_pairs(table: KeyTable, config: CandidateConfig, lists: ListCache | None) -> set[tuple[int, int]]:
+    settings = search_settings(config, table.vectors.shape[1])
+    if settings is None:
         return set()
-    cut = config.embedding_floor + max(0.0, needed) * (1.0 - config.embedding_floor)
-    matrix, search_cut = full, cut
-    if full.shape[1] > config.embedding_projection:
-        gaussian = np.random.default_rng(0).standard_normal((full.shape[1], config.embedding_projection))
-        matrix = full @ np.linalg.qr(gaussian)[0].astype(np.float32)
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), np.float32(1e-12))
-        search_cut -= config.embedding_projection_margin
-    matrix = np.where(present[:, None], matrix, np.float32(0.0)).astype(np.float32)
-    transposed = np.ascontiguousarray(matrix.T)
-    k, n = config.embedding_neighbours, matrix.shape[0]
-    rows_per_block = max(1, min(BLOCK, n))
-    similarities = np.empty((rows_per_block, n), dtype=np.float32)  # reused: fresh pages cost more than the BLAS
-    hits = np.empty((rows_per_block, n), dtype=bool)
-    low_parts, high_parts = [], []
-    for start in range(0, n, rows_per_block):
-        stop = min(n, start + rows_per_block)
-        width = n - start  # only later keys: each pair is met once
-        block, mask = similarities[: stop - start, :width], hits[: stop - start, :width]
-        np.matmul(matrix[start:stop], transposed[:, start:], out=block)
-        np.greater_equal(block, search_cut, out=mask)
-        mask &= np.arange(width)[None, :] > np.arange(stop - start)[:, None]
-        busy = np.flatnonzero(mask.any(axis=1))
-        if not len(busy):
-            continue
-        local, cols = np.nonzero(mask[busy])
-        rows = busy[local]
-        similarity = block[rows, cols]
-        order = np.lexsort((-similarity, rows))  # by row, most similar first
-        rows, cols = rows[order], cols[order]
-        rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left")
-        rows, cols = rows[rank < k] + start, cols[rank < k] + start
-        exact = np.einsum("ij,ij->i", full[rows], full[cols])
-        keep = exact >= cut - 1e-6
-        low_parts.append(rows[keep])
-        high_parts.append(cols[keep])
-    if not low_parts:
-        return set()
-    low, high = np.concatenate(low_parts), np.concatenate(high_parts)
-    return set(zip(low.tolist(), high.tolist(), strict=True))
+    searched = searched_vectors(table.vectors, table.has_vector, settings)
+    digests = vector_digests(table.vectors, table.has_vector)
+    update = update_lists(lists.previous if lists else None, table.keys, digests, searched, settings)
+    if lists is not None:
+        lists.update = update
+    return proposed_pairs(update.lists, table.vectors, settings)
 
 
 def _numbered_trigrams(text: str) -> list[tuple[str, int]]:

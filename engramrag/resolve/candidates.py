@@ -52,6 +52,7 @@ import pandas as pd
 from engramrag.progress import Progress
 from engramrag.resolve.blocking import blocked_pairs
 from engramrag.resolve.candidate_config import CandidateConfig
+from engramrag.resolve.embedding_lists import ListCache
 from engramrag.resolve.evidence import Evidence, EvidenceFinder, document_texts, mention_evidence
 from engramrag.resolve.keytable import WEAK_KINDS, KeyTable, build_key_table, comparable_kind, dominant_kind
 from engramrag.resolve.kinds import compatible
@@ -124,6 +125,7 @@ def find_candidates(
     custom_kinds: Mapping[str, str] | None = None,
     known_evidence: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
     quoted: dict[str, tuple[str, tuple[Evidence, ...]]] | None = None,
+    lists: ListCache | None = None,
 ) -> list[Candidate]:
     """Candidate pairs of different stable keys, best first.
 
@@ -134,13 +136,14 @@ def find_candidates(
     ``custom_kinds`` declares custom kinds for rows without a ``core_kind``; a kind nothing declares is compared as
     Concept (``resolve.inputs.unknown_kinds`` lists them), never an error. ``known_evidence``: evidence an earlier
     run quoted, per key with its signature (``EvidenceFinder``); ``quoted``, when given, receives every evidence
-    this run used, for the next.
+    this run used, for the next. ``lists``: the embedding lists of an earlier run to start from, and where this
+    run's are left (``resolve.embedding_lists``).
     """
     config = config or CandidateConfig()
     table = build_key_table(mentions, documents, vectors, config.max_posting, custom_kinds)
     scorer = _Scorer(table, config)
     found = []
-    pairs = sorted(blocked_pairs(table, config).items())
+    pairs = sorted(blocked_pairs(table, config, lists).items())
     progress = Progress("resolve entities", len(pairs), every=500)
     for (i, j), edit in pairs:
         candidate = scorer.score(i, j, edit)

@@ -1,0 +1,298 @@
+"""The embedding leg of blocking: each key's nearest later keys by label vector, kept from one run to the next.
+
+Among each key's ``embedding_neighbours`` most similar later keys (in key order, so each pair is met once), those
+at or above a search cut; of these, the pairs whose full cosine reaches the cut are proposed
+(``resolve.blocking``). Vectors longer than ``embedding_projection`` are searched after a fixed random rotation to
+that length, with the cut lowered by ``embedding_projection_margin``.
+
+Searching every key against every later key is quadratic: 5 s at 10,000 notes (37,000 keys), minutes at 100,000,
+and an edit changes a handful of keys. So the lists are a function of the vectors alone (a hit's similarity is
+recomputed in float64 and rounded to ``DIGITS`` decimals; ties go to the earlier key) and are kept between runs
+(``<home>/resolution/embedding_lists.npz``): a key whose vector did not change keeps its list, merged with the
+keys that are new or changed, unless its list was full and lost a member (then a key beyond it may belong, and the
+key is searched again). :func:`update_lists` gives exactly what :func:`search_lists` gives over the whole set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engramrag.resolve.candidate_config import CandidateConfig
+
+BLOCK = 2048
+DIGITS = 6
+# Float32 products of unit vectors are off by about 1e-7: hits are taken this much below the cut and below each
+# row's k-th float32 similarity, then decided on their float64 similarity.
+PREFILTER = 2e-5
+FILE = "embedding_lists.npz"
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    cut: float  # full cosine a proposed pair reaches
+    search_cut: float  # similarity of the searched (maybe rotated) vectors a listed key reaches
+    k: int
+    rotate_to: int | None  # length of the rotated vectors, None when searched as they are
+
+    @property
+    def fingerprint(self) -> str:
+        return json.dumps([self.cut, self.search_cut, self.k, self.rotate_to, DIGITS])
+
+
+@dataclass(frozen=True)
+class NeighbourLists:
+    keys: list[str]  # sorted
+    digests: list[str]  # per key, a hash of its vector ("" where it has none)
+    indices: np.ndarray  # (n, k) int64 into keys, best first; -1 where fewer than k later keys qualify
+    similarities: np.ndarray  # (n, k) float64, rounded; -inf where absent
+    settings: str  # SearchSettings.fingerprint the lists were searched with
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f".{FILE}.{os.getpid()}.npz"
+        np.savez(
+            temporary, keys=_joined(self.keys), digests=_joined(self.digests), indices=self.indices,
+            similarities=self.similarities, settings=_joined([self.settings]),
+        )  # fmt: skip
+        os.replace(temporary, folder / FILE)
+
+    @classmethod
+    def load(cls, folder: Path) -> NeighbourLists | None:
+        path = folder / FILE
+        if not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                keys, digests = _split(stored["keys"]), _split(stored["digests"])
+                lists = cls(keys, digests, stored["indices"], stored["similarities"], _split(stored["settings"])[0])
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            return None  # unreadable: searched afresh and written again
+        return lists if len(keys) == len(digests) == lists.indices.shape[0] else None
+
+
+def _joined(texts: list[str]) -> np.ndarray:
+    """Texts as one UTF-8 byte array, a newline between them (a stable key holds no newline)."""
+    return np.frombuffer("\n".join(texts).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _split(stored: np.ndarray) -> list[str]:
+    text = stored.tobytes().decode("utf-8", "surrogatepass")
+    return text.split("\n") if stored.size else [""]
+
+
+@dataclass(frozen=True)
+class ListUpdate:
+    lists: NeighbourLists
+    searched: int  # keys searched against every later key
+    kept: int  # keys whose list was kept and merged with the new or changed keys only
+
+
+@dataclass
+class ListCache:
+    """The lists a run starts from (``previous``: the last run's, or None) and, after blocking, this run's."""
+
+    previous: NeighbourLists | None = None
+    update: ListUpdate | None = None
+
+
+def search_settings(config: CandidateConfig, dimension: int) -> SearchSettings | None:
+    """The cuts of the embedding leg, or None when no cosine can lift a pair to ``min_score`` (with at most the
+    shared-documents feature beside it; every other feature has its own index)."""
+    needed = (1.0 - (1.0 - config.min_score) / (1.0 - config.shared_documents_weight)) / config.embedding_weight
+    if needed > 1.0 or not config.embedding_neighbours:
+        return None
+    cut = config.embedding_floor + max(0.0, needed) * (1.0 - config.embedding_floor)
+    if dimension > config.embedding_projection:
+        return SearchSettings(cut, cut - config.embedding_projection_margin, config.embedding_neighbours,
+                              config.embedding_projection)  # fmt: skip
+    return SearchSettings(cut, cut, config.embedding_neighbours, None)
+
+
+def searched_vectors(vectors: np.ndarray, present: np.ndarray, settings: SearchSettings) -> np.ndarray:
+    """The vectors the lists are searched on (float64 unit rows, zero where a key has no vector): rotated by a
+    fixed random rotation when ``settings.rotate_to`` is set (cosines kept to about 1/sqrt(length))."""
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if settings.rotate_to is not None:
+        gaussian = np.random.default_rng(0).standard_normal((matrix.shape[1], settings.rotate_to))
+        matrix = matrix @ np.linalg.qr(gaussian)[0]
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return np.where(present[:, None], matrix, 0.0)
+
+
+def vector_digests(vectors: np.ndarray, present: np.ndarray) -> list[str]:
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    return [
+        hashlib.blake2b(rows[i].tobytes(), digest_size=12).hexdigest() if present[i] else ""
+        for i in range(rows.shape[0])
+    ]
+
+
+def search_lists(keys: list[str], digests: list[str], searched: np.ndarray, settings: SearchSettings) -> NeighbourLists:
+    """Every key's list, each key searched against all later keys."""
+    indices, similarities = _rows_against_later(searched, np.arange(len(keys)), settings)
+    return NeighbourLists(list(keys), list(digests), indices, similarities, settings.fingerprint)
+
+
+def update_lists(
+    previous: NeighbourLists | None, keys: list[str], digests: list[str], searched: np.ndarray,
+    settings: SearchSettings,
+) -> ListUpdate:  # fmt: skip
+    """The lists of ``keys`` from the ``previous`` run's: equal to :func:`search_lists` over the whole set."""
+    n, k = len(keys), _width(settings, searched)
+    if previous is None or previous.settings != settings.fingerprint or previous.indices.shape[1] != k:
+        return ListUpdate(search_lists(keys, digests, searched, settings), n, 0)
+    old_index = {(key, digest): i for i, (key, digest) in enumerate(zip(previous.keys, previous.digests, strict=True))}
+    new_of_old = np.full(len(previous.keys), -1, dtype=np.int64)
+    changed = np.ones(n, dtype=bool)
+    for i, pair in enumerate(zip(keys, digests, strict=True)):
+        j = old_index.get(pair)
+        if j is not None:
+            new_of_old[j] = i
+            changed[i] = False
+    old_of_new = np.full(n, -1, dtype=np.int64)
+    old_of_new[new_of_old[new_of_old >= 0]] = np.nonzero(new_of_old >= 0)[0]
+    kept_rows = np.nonzero(~changed)[0]
+    old_lists = previous.indices[old_of_new[kept_rows]]
+    mapped = np.where(old_lists >= 0, new_of_old[np.maximum(old_lists, 0)], -1)
+    # A full list that lost a member may now admit a key that was beyond it; a list that was not full held every
+    # qualifying later key, so the new and changed keys are all it can gain.
+    full = (old_lists >= 0).sum(axis=1) == k
+    lost = ((old_lists >= 0) & (mapped < 0)).any(axis=1)
+    again = kept_rows[full & lost]
+    merge_rows, merge_lists = kept_rows[~(full & lost)], mapped[~(full & lost)]
+    merge_sims = np.where(merge_lists >= 0, previous.similarities[old_of_new[merge_rows]], -np.inf)
+
+    indices = np.full((n, k), -1, dtype=np.int64)
+    similarities = np.full((n, k), -np.inf, dtype=np.float64)
+    recompute = np.sort(np.concatenate([np.nonzero(changed)[0], again]))
+    if len(recompute):
+        indices[recompute], similarities[recompute] = _rows_against_later(searched, recompute, settings)
+    fresh = np.nonzero(changed)[0]
+    if len(merge_rows):
+        extra_index, extra_sims = _hits(searched, merge_rows, fresh, settings)
+        candidates = np.concatenate([merge_lists, extra_index], axis=1)
+        scores = np.concatenate([merge_sims, extra_sims], axis=1)
+        indices[merge_rows], similarities[merge_rows] = _best(candidates, scores, k)
+    return ListUpdate(NeighbourLists(list(keys), list(digests), indices, similarities, settings.fingerprint),
+                      len(recompute), len(merge_rows))  # fmt: skip
+
+
+def proposed_pairs(lists: NeighbourLists, vectors: np.ndarray, settings: SearchSettings) -> set[tuple[int, int]]:
+    """The listed pairs (earlier, later) whose full cosine reaches the cut."""
+    rows = np.repeat(np.arange(lists.indices.shape[0]), lists.indices.shape[1])
+    cols = lists.indices.reshape(-1)
+    rows, cols = rows[cols >= 0], cols[cols >= 0]
+    full = np.asarray(vectors, dtype=np.float64)
+    cosine = np.einsum("ij,ij->i", full[rows], full[cols]) if len(rows) else np.zeros(0)
+    keep = np.round(cosine, DIGITS) >= round(settings.cut, DIGITS)
+    return set(zip(rows[keep].tolist(), cols[keep].tolist(), strict=True))
+
+
+def _rows_against_later(
+    searched: np.ndarray, rows: np.ndarray, settings: SearchSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """The lists of ``rows`` (sorted), each searched against every later key."""
+    n, k = searched.shape[0], _width(settings, searched)
+    narrow = searched.astype(np.float32)
+    transposed = np.ascontiguousarray(narrow.T)
+    indices = np.full((len(rows), k), -1, dtype=np.int64)
+    similarities = np.full((len(rows), k), -np.inf, dtype=np.float64)
+    height = max(1, min(BLOCK, len(rows)))
+    products = np.empty((height, n), dtype=np.float32)  # reused: fresh pages cost more than the BLAS
+    hits = np.empty((height, n), dtype=bool)
+    for start in range(0, len(rows), BLOCK):
+        chosen = rows[start : start + BLOCK]
+        first = int(chosen[0]) + 1  # no column at or before the block's first row can be later than any of its rows
+        if first >= n:
+            continue
+        block, found = products[: len(chosen), : n - first], hits[: len(chosen), : n - first]
+        np.matmul(narrow[chosen], transposed[:, first:], out=block)
+        near_diagonal = int(chosen[-1]) - first + 1  # only these columns can be at or before one of the rows
+        if near_diagonal > 0:
+            square = block[:, :near_diagonal]
+            square[np.arange(first, first + near_diagonal)[None, :] <= chosen[:, None]] = -np.inf
+        np.greater_equal(block, settings.search_cut - PREFILTER, out=found)
+        result = _ranked_hits(block, found, chosen, first, searched, settings)
+        indices[start : start + len(chosen)], similarities[start : start + len(chosen)] = result
+    return indices, similarities
+
+
+def _hits(
+    searched: np.ndarray, rows: np.ndarray, columns: np.ndarray, settings: SearchSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``rows``, its up to k best hits among ``columns`` later than it (padded with -1 / -inf)."""
+    k = _width(settings, searched)
+    indices = np.full((len(rows), k), -1, dtype=np.int64)
+    similarities = np.full((len(rows), k), -np.inf, dtype=np.float64)
+    if not len(columns):
+        return indices, similarities
+    narrow = searched.astype(np.float32)
+    for start in range(0, len(rows), BLOCK):
+        chosen = rows[start : start + BLOCK]
+        block = narrow[chosen] @ narrow[columns].T
+        block[columns[None, :] <= chosen[:, None]] = -np.inf
+        found = block >= settings.search_cut - PREFILTER
+        found_index, found_sims = _ranked_hits(block, found, chosen, 0, searched, settings, columns)
+        indices[start : start + len(chosen)], similarities[start : start + len(chosen)] = found_index, found_sims
+    return indices, similarities
+
+
+def _ranked_hits(
+    block: np.ndarray, found: np.ndarray, chosen: np.ndarray, offset: int, searched: np.ndarray,
+    settings: SearchSettings, columns: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Per row of a float32 ``block`` of similarities (``found``: where it is near the cut or above), its k best
+    hits by float64 similarity (rounded), at or above the search cut, ties to the earlier key. Column c of the
+    block is key ``offset + c`` (or ``columns[c]``)."""
+    k = _width(settings, searched)
+    busy = np.flatnonzero(found.any(axis=1))
+    local, cols = np.nonzero(found[busy])  # a contiguous copy of the rows with hits: far faster than a strided view
+    local = busy[local]
+    rough = block[local, cols]
+    order = np.lexsort((-rough, local))
+    local, cols, rough = local[order], cols[order], rough[order]
+    rank = np.arange(len(local)) - np.searchsorted(local, local, side="left")
+    # Only hits within float32's error of a row's k-th float32 similarity can be among its k best.
+    kth = np.full(len(chosen), -np.inf, dtype=np.float32)
+    at_k = rank == k - 1
+    kth[local[at_k]] = rough[at_k]
+    near = rough >= kth[local] - PREFILTER
+    local, cols = local[near], cols[near]
+    keys = cols + offset if columns is None else columns[cols]
+    rows = chosen[local]
+    exact = np.round(np.einsum("ij,ij->i", searched[rows], searched[keys]), DIGITS) if len(rows) else np.zeros(0)
+    keep = exact >= round(settings.search_cut, DIGITS)
+    local, keys, exact = local[keep], keys[keep], exact[keep]
+    order = np.lexsort((keys, -exact, local))  # by row, then most similar, then earlier key
+    local, keys, exact = local[order], keys[order], exact[order]
+    rank = np.arange(len(local)) - np.searchsorted(local, local, side="left")
+    top = rank < k
+    indices = np.full((len(chosen), k), -1, dtype=np.int64)
+    similarities = np.full((len(chosen), k), -np.inf, dtype=np.float64)
+    indices[local[top], rank[top]], similarities[local[top], rank[top]] = keys[top], exact[top]
+    return indices, similarities
+
+
+def _width(settings: SearchSettings, searched: np.ndarray) -> int:
+    """The length of a list: k, or fewer when there are fewer other keys."""
+    return max(1, min(settings.k, searched.shape[0] - 1))
+
+
+def _best(candidates: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the k candidates of highest score, ties to the lower index; absent ones (-1) last."""
+    scores = np.where(candidates >= 0, scores, -np.inf)
+    order = np.lexsort((np.where(candidates >= 0, candidates, np.iinfo(np.int64).max), -scores), axis=1)
+    top = np.take_along_axis(candidates, order, axis=1)[:, :k]
+    top_scores = np.take_along_axis(scores, order, axis=1)[:, :k]
+    if top.shape[1] < k:
+        pad = k - top.shape[1]
+        top = np.pad(top, ((0, 0), (0, pad)), constant_values=-1)
+        top_scores = np.pad(top_scores, ((0, 0), (0, pad)), constant_values=-np.inf)
+    return np.where(np.isfinite(top_scores), top, -1), np.where(np.isfinite(top_scores), top_scores, -np.inf)
