@@ -6,7 +6,7 @@ either asset: it is compared as Concept, logged as a warning and listed in the m
 
 import dagster as dg
 
-from assets.resources import STORE_POOL, EngramStores, unless_fresh
+from assets.resources import STORE_POOL, EngramStores, is_consistency_pass, unless_fresh
 from assets.retrieval import document_embeddings
 from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
 from engramrag.resolve.judge import make_judge
@@ -25,7 +25,10 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
     judge = make_judge()  # None unless ENGRAM_LLM_JUDGE=1 (with ENGRAM_LLM_BASE_URL / _MODEL / _API_KEY)
     refresh = unless_fresh(
         context, engram, "resolution_candidates",
-        lambda: refresh_candidates(engram.home_dir(), engram.vault_config(), engram.make_embedder(), judge=judge),
+        lambda: refresh_candidates(
+            engram.home_dir(), engram.vault_config(), engram.make_embedder(), judge=judge,
+            search_all=is_consistency_pass(context),
+        ),
     )  # fmt: skip
     if (summary := refresh.result) is None:
         return dg.MaterializeResult(metadata=refresh.metadata())

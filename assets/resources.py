@@ -89,6 +89,12 @@ class EngramStores(dg.ConfigurableResource):
         }
 
 
+def is_consistency_pass(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> bool:
+    """Whether this run is the consistency pass (run tag engram/pass=consistency: the nightly schedule, or
+    ``engram build --full``), which recomputes and checks everything instead of what changed."""
+    return context.run.tags.get("engram/pass") == "consistency"
+
+
 def unless_fresh(
     context: dg.AssetExecutionContext, engram: EngramStores, step: str, compute: Callable[[], T]
 ) -> Refresh[T]:
@@ -96,7 +102,7 @@ def unless_fresh(
     run tag engram/pass=consistency, always recomputes)."""
     return refresh_unless_fresh(
         engram.home_dir(), engram.vault_config().bucket_count, step, engram.step_settings()[step], compute,
-        force=context.run.tags.get("engram/pass") == "consistency",
+        force=is_consistency_pass(context),
     )
 
 

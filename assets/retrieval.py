@@ -4,7 +4,7 @@ import dagster as dg
 
 from assets.documents import document_quads
 from assets.partitions import bucket_partitions, buckets_of
-from assets.resources import STORE_POOL, EngramStores
+from assets.resources import STORE_POOL, EngramStores, is_consistency_pass
 from engramrag.lifecycle.embedding import embed_documents
 from engramrag.retrieve.index_build import build_retrieval_index
 
@@ -54,7 +54,7 @@ def document_embeddings(
 def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     embedder = engram.make_embedder()
     summary = build_retrieval_index(engram.home_dir(), engram.vault_config(), embedder)
-    consistency = context.run.tags.get("engram/pass") == "consistency"
+    consistency = is_consistency_pass(context)
     optimised: dict[str, str] = {}
     if summary.rebuilt or consistency:
         from engramrag.vectors.lancedb_store import VectorStore

@@ -4,7 +4,7 @@ import dagster as dg
 
 from assets.catalog import document_catalog
 from assets.resolution import resolution_overlay
-from assets.resources import EngramStores
+from assets.resources import EngramStores, is_consistency_pass
 from engramrag.checks import provenance, resolution
 from engramrag.checks.expectations import CheckOutcome
 from engramrag.lifecycle.summary import documents_written_in
@@ -32,7 +32,7 @@ def quads_belong_to_live_documents(
 def _written_scope(context: dg.AssetCheckExecutionContext, engram: EngramStores) -> list[str] | None:
     """Graphs change only when a run writes them, so a run checks what it wrote; the nightly consistency
     pass (and any run tagged engram/pass=consistency) checks everything."""
-    if context.run.tags.get("engram/pass") == "consistency":
+    if is_consistency_pass(context):
         return None
     return documents_written_in(engram.home_dir(), context.run.run_id)
 

@@ -78,6 +78,10 @@ def test_editing_one_document_re_extracts_only_it_and_leaves_no_stale_triple(lif
         "SELECT string_agg(c.text, ' ') FROM chunks c JOIN documents d USING (doc_id) WHERE path = ?", [FALCON]
     )[0][0]
     assert "Reviewer: Sarah Lee" in chunks and owner_line not in chunks
+    # Resolution kept the nearest-key lists of the keys the edit did not touch, and searched only the rest.
+    candidates = run.asset_materializations_for_node("resolution_candidates")[0].metadata
+    kept, searched = candidates["embedding_lists_kept"].value, candidates["embedding_keys_searched"].value
+    assert kept > 50 and searched < kept / 10
 
 
 def test_deleted_and_renamed_documents_lose_their_graphs(lifecycle: Lifecycle, vault: Path):

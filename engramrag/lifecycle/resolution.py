@@ -70,11 +70,13 @@ def refresh_candidates(
     embedder: Embedder,
     candidate_config: CandidateConfig | None = None,
     judge: Callable[[list[Candidate]], dict[tuple[str, str], tuple[str, str]]] | None = None,
+    search_all: bool = False,
 ) -> CandidateSummary:
     """Recompute the merge candidates of the live mentions into the catalog table ``resolution_candidates``.
 
     ``judge`` (optional: an LLM asked about the pairs the machine would not merge on its own) returns, per pair,
     its verdict and reason; they are stored beside the candidate for people to see, never applied by themselves.
+    ``search_all`` (the consistency pass): every key's nearest keys are searched again, none kept from the last run.
     """
     candidate_config = candidate_config or CandidateConfig()
     with catalog_writer(home, config.bucket_count) as catalog:
@@ -90,7 +92,7 @@ def refresh_candidates(
         }
     vectors = _key_vectors(home, embedder, mentions)
     quoted: dict[str, tuple[str, tuple]] = {}
-    lists = ListCache(NeighbourLists.load(home.resolution_path))
+    lists = ListCache(None if search_all else NeighbourLists.load(home.resolution_path))
     candidates = find_candidates(
         mentions, documents, vectors, candidate_config, known_evidence=known, quoted=quoted, lists=lists
     )
