@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from engramrag.resolve.candidate_config import CandidateConfig
+from engramrag.retrieve.neighbours import match_keys
 
 BLOCK = 2048
 DIGITS = 6
@@ -148,25 +149,18 @@ def update_lists(
     n, k = len(keys), _width(settings, searched)
     if previous is None or previous.settings != settings.fingerprint or previous.indices.shape[1] != k:
         return ListUpdate(search_lists(keys, digests, searched, settings), n, 0)
-    old_index = {(key, digest): i for i, (key, digest) in enumerate(zip(previous.keys, previous.digests, strict=True))}
-    new_of_old = np.full(len(previous.keys), -1, dtype=np.int64)
-    changed = np.ones(n, dtype=bool)
-    for i, pair in enumerate(zip(keys, digests, strict=True)):
-        j = old_index.get(pair)
-        if j is not None:
-            new_of_old[j] = i
-            changed[i] = False
-    old_of_new = np.full(n, -1, dtype=np.int64)
-    old_of_new[new_of_old[new_of_old >= 0]] = np.nonzero(new_of_old >= 0)[0]
-    kept_rows = np.nonzero(~changed)[0]
-    old_lists = previous.indices[old_of_new[kept_rows]]
+    new_of_old, old_of_new, changed = match_keys(
+        previous.keys, keys, lambda old, new: previous.digests[old] == digests[new]
+    )
+    kept = np.nonzero(~changed)[0]
+    old_lists = previous.indices[old_of_new[kept]]
     mapped = np.where(old_lists >= 0, new_of_old[np.maximum(old_lists, 0)], -1)
     # A full list that lost a member may now admit a key that was beyond it; a list that was not full held every
     # qualifying later key, so the new and changed keys are all it can gain.
     full = (old_lists >= 0).sum(axis=1) == k
     lost = ((old_lists >= 0) & (mapped < 0)).any(axis=1)
-    again = kept_rows[full & lost]
-    merge_rows, merge_lists = kept_rows[~(full & lost)], mapped[~(full & lost)]
+    again = kept[full & lost]
+    merge_rows, merge_lists = kept[~(full & lost)], mapped[~(full & lost)]
     merge_sims = np.where(merge_lists >= 0, previous.similarities[old_of_new[merge_rows]], -np.inf)
 
     indices = np.full((n, k), -1, dtype=np.int64)

@@ -10,6 +10,7 @@ change and still give exactly what :func:`nearest_neighbours` gives over the who
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,16 +74,9 @@ def update_neighbours(
     n = vectors.shape[0]
     if previous.indices.shape[1] != k:
         return NeighbourUpdate(nearest_neighbours(vectors, k), n, 0)
-    old_index = {key: i for i, key in enumerate(previous_keys)}
-    new_of_old = np.full(len(previous_keys), -1, dtype=np.int64)
-    changed = np.ones(n, dtype=bool)
-    for i, key in enumerate(keys):
-        j = old_index.get(key)
-        if j is not None and np.array_equal(previous_vectors[j], vectors[i]):
-            new_of_old[j] = i
-            changed[i] = False
-    old_of_new = np.full(n, -1, dtype=np.int64)
-    old_of_new[new_of_old[new_of_old >= 0]] = np.nonzero(new_of_old >= 0)[0]
+    new_of_old, old_of_new, changed = match_keys(
+        previous_keys, keys, lambda old, new: np.array_equal(previous_vectors[old], vectors[new])
+    )
     # A kept label's old list, renumbered; a neighbour that left or changed makes its list unusable.
     kept_rows = np.nonzero(~changed)[0]
     old_lists = previous.indices[old_of_new[kept_rows]]
@@ -109,6 +103,25 @@ def update_neighbours(
         top, top_sims = _ordered(candidates, scores, min(k, max(0, n - 1)))
         indices[merge_rows, : top.shape[1]], similarities[merge_rows, : top.shape[1]] = top, top_sims
     return NeighbourUpdate(Neighbours(indices, similarities), len(recompute), len(merge_rows))
+
+
+def match_keys(
+    previous_keys: Sequence[Hashable], keys: Sequence[Hashable], unchanged: Callable[[int, int], bool]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows a list update can keep: per previous row its new row (-1: gone or changed), per new row its
+    previous row (-1: new or changed), and which new rows are new or changed. A key is kept when it is in both
+    lists and ``unchanged(previous_row, new_row)``."""
+    old_index = {key: i for i, key in enumerate(previous_keys)}
+    new_of_old = np.full(len(previous_keys), -1, dtype=np.int64)
+    changed = np.ones(len(keys), dtype=bool)
+    for i, key in enumerate(keys):
+        j = old_index.get(key)
+        if j is not None and unchanged(j, i):
+            new_of_old[j] = i
+            changed[i] = False
+    old_of_new = np.full(len(keys), -1, dtype=np.int64)
+    old_of_new[new_of_old[new_of_old >= 0]] = np.nonzero(new_of_old >= 0)[0]
+    return new_of_old, old_of_new, changed
 
 
 def _rows_against_all(vectors: np.ndarray, rows: np.ndarray, k: int) -> Neighbours:
