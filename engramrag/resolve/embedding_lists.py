@@ -119,10 +119,14 @@ def search_settings(config: CandidateConfig, dimension: int) -> SearchSettings |
 def searched_vectors(vectors: np.ndarray, present: np.ndarray, settings: SearchSettings) -> np.ndarray:
     """The vectors the lists are searched on (float64 unit rows, zero where a key has no vector): rotated by a
     fixed random rotation when ``settings.rotate_to`` is set (cosines kept to about 1/sqrt(length))."""
-    matrix = np.asarray(vectors, dtype=np.float64)
-    if settings.rotate_to is not None:
-        gaussian = np.random.default_rng(0).standard_normal((matrix.shape[1], settings.rotate_to))
-        matrix = matrix @ np.linalg.qr(gaussian)[0]
+    if settings.rotate_to is None:
+        matrix = np.asarray(vectors, dtype=np.float64)
+    else:
+        gaussian = np.random.default_rng(0).standard_normal((vectors.shape[1], settings.rotate_to))
+        rotation = np.linalg.qr(gaussian)[0]
+        matrix = np.empty((vectors.shape[0], settings.rotate_to), dtype=np.float64)
+        for start in range(0, vectors.shape[0], BLOCK):  # a block at a time: no float64 copy of all long vectors
+            matrix[start : start + BLOCK] = np.asarray(vectors[start : start + BLOCK], dtype=np.float64) @ rotation
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     return np.where(present[:, None], matrix, 0.0)
 
@@ -179,14 +183,23 @@ def update_lists(
 
 
 def proposed_pairs(lists: NeighbourLists, vectors: np.ndarray, settings: SearchSettings) -> set[tuple[int, int]]:
-    """The listed pairs (earlier, later) whose full cosine reaches the cut."""
-    rows = np.repeat(np.arange(lists.indices.shape[0]), lists.indices.shape[1])
-    cols = lists.indices.reshape(-1)
-    rows, cols = rows[cols >= 0], cols[cols >= 0]
-    full = np.asarray(vectors, dtype=np.float64)
-    cosine = np.einsum("ij,ij->i", full[rows], full[cols]) if len(rows) else np.zeros(0)
-    keep = np.round(cosine, DIGITS) >= round(settings.cut, DIGITS)
-    return set(zip(rows[keep].tolist(), cols[keep].tolist(), strict=True))
+    """The listed pairs (earlier, later) whose full cosine reaches the cut (a block of keys at a time: the pairs'
+    vectors side by side would take gigabytes at 100,000 notes)."""
+    cut = round(settings.cut, DIGITS)
+    found: set[tuple[int, int]] = set()
+    n, width = lists.indices.shape
+    for start in range(0, n, BLOCK):
+        listed = lists.indices[start : start + BLOCK]
+        rows = np.repeat(np.arange(start, start + len(listed)), width)
+        cols = listed.reshape(-1)
+        rows, cols = rows[cols >= 0], cols[cols >= 0]
+        if not len(rows):
+            continue
+        left = np.asarray(vectors[rows], dtype=np.float64)
+        cosine = np.einsum("ij,ij->i", left, np.asarray(vectors[cols], dtype=np.float64))
+        keep = np.round(cosine, DIGITS) >= cut
+        found.update(zip(rows[keep].tolist(), cols[keep].tolist(), strict=True))
+    return found
 
 
 def _rows_against_later(
