@@ -44,6 +44,10 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
             "evidence_reused": summary.evidence_reused,
             "embedding_keys_searched": summary.embedding_searched,
             "embedding_lists_kept": summary.embedding_kept,
+            "pairs_scored": summary.pairs_scored,
+            "pairs_kept": summary.pairs_kept,
+            "keys_changed": summary.keys_changed,
+            "scored_whole": summary.scored_whole or "no: only pairs touching changed keys, and new pairs",
             "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
         }
     )

@@ -126,6 +126,12 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     edit = by_step["edit"]
     assert _recomputed(edit, "resolution_candidates") is True
     assert "documents" in edit["resolution_candidates"]["reason"]
+    # It scored only the pairs touching keys the edit changed; the rest of the table was kept as it was (and the
+    # snapshots above show the table equals a full build's).
+    candidates = edit["resolution_candidates"]
+    assert candidates["scored_whole"].startswith("no")
+    assert 0 < candidates["keys_changed"] < candidates["keys"] / 5
+    assert 0 < candidates["pairs_scored"] < candidates["pairs_kept"] / 3
     # A person's accepted supersession: only the steps reading supersession verdicts run again.
     accepted = by_step["accepted supersession"]
     assert _recomputed(accepted, "accepted_supersessions") is True

@@ -8,9 +8,11 @@ rewritten: a merge lives only in ``entity_clusters`` and in the index built from
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import duckdb
 import numpy as np
@@ -20,12 +22,24 @@ from engramrag.catalog.connection import catalog_writer
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
-from engramrag.resolve.candidates import Candidate, CandidateConfig, find_candidates
+from engramrag.lifecycle.freshness import code_version
+from engramrag.resolve.blocking import blocked_pairs
+from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
-from engramrag.resolve.embedding_lists import ListCache, NeighbourLists
+from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
 from engramrag.resolve.evidence import evidence_from_json, evidence_json
 from engramrag.resolve.inputs import live_kind_counts, live_mentions, unknown_kinds
-from engramrag.resolve.keytable import key_kinds
+from engramrag.resolve.keytable import build_key_table, key_kinds
+from engramrag.resolve.scored_pairs import META_KEY as PAIRS_META_KEY
+from engramrag.resolve.scored_pairs import (
+    ScoredPairs,
+    ScoringPlan,
+    commit_pending,
+    key_digests,
+    meta_value,
+    plan_scoring,
+    trusted_token,
+)
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
@@ -51,6 +65,10 @@ class CandidateSummary:
     embedding_searched: int = 0  # keys searched against every later key (new or changed vector, or a full list
     # that lost a member; every key when nothing was kept)
     embedding_kept: int = 0  # keys whose nearest-key list was kept from the last run, merged with the changed keys
+    pairs_scored: int = 0  # blocked pairs scored this run (touching a changed key, or newly proposed)
+    pairs_kept: int = 0  # blocked pairs whose stored row (or absence of one) was kept: both keys unchanged
+    keys_changed: int = 0  # keys that are new or whose row (labels, kinds, aliases, vector, mentions) changed
+    scored_whole: str | None = None  # why every pair was scored and the table refilled; None when only changes were
 
 
 @dataclass
@@ -82,7 +100,7 @@ def refresh_candidates(
     with catalog_writer(home, config.bucket_count) as catalog:
         mentions = live_mentions(catalog)
         documents = catalog.execute(
-            "SELECT doc_id, path, text, front_matter FROM documents WHERE NOT gone ORDER BY path"
+            "SELECT doc_id, path, text, front_matter, body_hash FROM documents WHERE NOT gone ORDER BY path"
         ).df()
         known = {
             key: (signature, evidence_from_json(evidence))
@@ -90,11 +108,27 @@ def refresh_candidates(
                 "SELECT entity_key, signature, evidence FROM resolution_evidence"
             ).fetchall()
         }
+        recorded = catalog.execute("SELECT value FROM meta WHERE key = ?", [PAIRS_META_KEY]).fetchone()
+        rows = catalog.execute("SELECT count(*) FROM resolution_candidates").fetchone()[0]
     vectors = _key_vectors(home, embedder, mentions)
-    quoted: dict[str, tuple[str, tuple]] = {}
     lists = ListCache(None if search_all else NeighbourLists.load(home.resolution_path))
-    candidates = find_candidates(
-        mentions, documents, vectors, candidate_config, known_evidence=known, quoted=quoted, lists=lists
+    table = build_key_table(mentions, documents, vectors, candidate_config.max_posting)
+    blocked = sorted(blocked_pairs(table, candidate_config, lists).items())
+    left = np.fromiter((i for (i, _j), _edit in blocked), dtype=np.int64, count=len(blocked))
+    right = np.fromiter((j for (_i, j), _edit in blocked), dtype=np.int64, count=len(blocked))
+    has_vector = table.has_vector if table.has_vector is not None else np.zeros(len(table.keys), dtype=bool)
+    stamps = {str(d): f"{p}\x00{h}" for d, p, h in documents[["doc_id", "path", "body_hash"]].itertuples(index=False)}
+    digests = key_digests(
+        table, vector_digests(table.vectors, has_vector) if table.vectors is not None else [""] * len(table.keys),
+        stamps,
+    )  # fmt: skip
+    settings = _scoring_settings(candidate_config, judge)
+    previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))
+    whole = "consistency pass" if search_all else None
+    plan = plan_scoring(previous, table.keys, digests, left, right, settings, whole)
+    quoted: dict[str, tuple[str, tuple]] = {}
+    candidates = score_pairs(
+        table, [blocked[p] for p in np.flatnonzero(plan.score).tolist()], candidate_config, documents, known, quoted
     )
     reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
     verdicts = judge([c for c in candidates if not c.vetoed and not c.auto_merge]) if judge else {}
@@ -103,35 +137,84 @@ def refresh_candidates(
         [(key, signature, evidence_json(items)) for key, (signature, items) in sorted(quoted.items())],
         columns=["entity_key", "signature", "evidence"],
     )
+    stored = ScoredPairs(table.keys, digests, left, right, settings, uuid.uuid4().hex)
+    stored.save_pending(home.resolution_path)
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
-        catalog.execute("DELETE FROM resolution_candidates")
-        if len(frame):
-            catalog.register("candidate_rows", frame)
-            catalog.execute(
-                f"INSERT INTO resolution_candidates ({', '.join(CANDIDATE_COLUMNS)}) SELECT * FROM candidate_rows"
-            )
-            catalog.unregister("candidate_rows")
-        catalog.execute("DELETE FROM resolution_evidence")
-        if len(evidence):
-            catalog.register("evidence_rows", evidence)
-            catalog.execute("INSERT INTO resolution_evidence SELECT entity_key, signature, evidence FROM evidence_rows")
-            catalog.unregister("evidence_rows")
+        _write_candidates(catalog, plan, frame, evidence)
+        total, vetoed, automatic = catalog.execute(
+            "SELECT count(*), coalesce(sum(vetoed::INTEGER), 0), "
+            "coalesce(sum((auto_merge AND NOT vetoed)::INTEGER), 0) FROM resolution_candidates"
+        ).fetchone()
+        catalog.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [PAIRS_META_KEY, meta_value(stored.token, total)])
         catalog.execute("COMMIT")
+    commit_pending(home.resolution_path)
     if lists.update is not None:
         lists.update.lists.save(home.resolution_path)
     return CandidateSummary(
-        keys=mentions["label"].map(normalise_label).nunique() if len(mentions) else 0,
-        candidates=len(candidates),
-        vetoed=sum(c.vetoed for c in candidates),
-        automatic=sum(c.auto_merge and not c.vetoed for c in candidates),
+        keys=len(table.keys),
+        candidates=int(total),
+        vetoed=int(vetoed),
+        automatic=int(automatic),
         judged=len(verdicts),
         unknown_kinds=unknown_kinds(mentions),
         evidence_quoted=len(quoted) - reused,
         evidence_reused=reused,
         embedding_searched=lists.update.searched if lists.update else 0,
         embedding_kept=lists.update.kept if lists.update else 0,
+        pairs_scored=int(plan.score.sum()),
+        pairs_kept=plan.kept,
+        keys_changed=plan.changed_keys,
+        scored_whole=plan.whole,
     )
+
+
+def _write_candidates(
+    catalog: duckdb.DuckDBPyConnection, plan: ScoringPlan, frame: pd.DataFrame, evidence: pd.DataFrame
+) -> None:
+    """Inside the caller's transaction: the whole table refilled, or the rows of stale keys, dropped pairs and
+    rescored pairs replaced (and the evidence of the keys quoted this run)."""
+    if plan.whole:
+        catalog.execute("DELETE FROM resolution_candidates")
+        catalog.execute("DELETE FROM resolution_evidence")
+    else:
+        stale = pd.DataFrame({"key": plan.stale_keys}, dtype=object)
+        pairs = pd.DataFrame(
+            plan.dropped + list(zip(frame["left_key"], frame["right_key"], strict=True)),
+            columns=["left_key", "right_key"], dtype=object,
+        )  # fmt: skip
+        catalog.register("stale_keys", stale)
+        catalog.register("replaced_pairs", pairs)
+        catalog.execute(
+            "DELETE FROM resolution_candidates WHERE left_key IN (SELECT key FROM stale_keys) "
+            "OR right_key IN (SELECT key FROM stale_keys)"
+        )
+        catalog.execute(
+            "DELETE FROM resolution_candidates c USING replaced_pairs p "
+            "WHERE c.left_key = p.left_key AND c.right_key = p.right_key"
+        )
+        catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT key FROM stale_keys)")
+        catalog.unregister("stale_keys")
+        catalog.unregister("replaced_pairs")
+    if len(frame):
+        catalog.register("candidate_rows", frame)
+        catalog.execute(
+            f"INSERT INTO resolution_candidates ({', '.join(CANDIDATE_COLUMNS)}) SELECT * FROM candidate_rows"
+        )
+        catalog.unregister("candidate_rows")
+    if len(evidence):
+        catalog.register("evidence_rows", evidence)
+        catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT entity_key FROM evidence_rows)")
+        catalog.execute("INSERT INTO resolution_evidence SELECT entity_key, signature, evidence FROM evidence_rows")
+        catalog.unregister("evidence_rows")
+
+
+def _scoring_settings(config: CandidateConfig, judge: object | None) -> str:
+    """A digest of what a stored candidate row was computed with: the knobs, whether (and which) judge gave
+    verdicts, and the code."""
+    judged_by = "" if judge is None else repr(getattr(judge, "config", type(judge).__name__))
+    text = json.dumps([asdict(config), judged_by, code_version()], sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def refresh_overlay(

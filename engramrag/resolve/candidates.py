@@ -43,7 +43,7 @@ names other modules import from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -141,9 +141,22 @@ def find_candidates(
     """
     config = config or CandidateConfig()
     table = build_key_table(mentions, documents, vectors, config.max_posting, custom_kinds)
+    pairs = sorted(blocked_pairs(table, config, lists).items())
+    return score_pairs(table, pairs, config, documents, known_evidence, quoted)
+
+
+def score_pairs(
+    table: KeyTable,
+    pairs: Sequence[tuple[tuple[int, int], float | None]],
+    config: CandidateConfig,
+    documents: pd.DataFrame | None = None,
+    known_evidence: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
+    quoted: dict[str, tuple[str, tuple[Evidence, ...]]] | None = None,
+) -> list[Candidate]:
+    """The candidates among ``pairs`` of key-table rows (each with its edit feature when the blocking computed it),
+    with their evidence, best first (see ``find_candidates`` for the other arguments)."""
     scorer = _Scorer(table, config)
     found = []
-    pairs = sorted(blocked_pairs(table, config, lists).items())
     progress = Progress("resolve entities", len(pairs), every=500)
     for (i, j), edit in pairs:
         candidate = scorer.score(i, j, edit)
@@ -321,4 +334,5 @@ __all__ = [
     "find_candidates",
     "front_matter_aliases",
     "mention_evidence",
+    "score_pairs",
 ]

@@ -59,8 +59,8 @@ class NeighbourLists:
         folder.mkdir(parents=True, exist_ok=True)
         temporary = folder / f".{FILE}.{os.getpid()}.npz"
         np.savez(
-            temporary, keys=_joined(self.keys), digests=_joined(self.digests), indices=self.indices,
-            similarities=self.similarities, settings=_joined([self.settings]),
+            temporary, keys=joined_texts(self.keys), digests=joined_texts(self.digests), indices=self.indices,
+            similarities=self.similarities, settings=joined_texts([self.settings]),
         )  # fmt: skip
         os.replace(temporary, folder / FILE)
 
@@ -71,19 +71,20 @@ class NeighbourLists:
             return None
         try:
             with np.load(path, allow_pickle=False) as stored:
-                keys, digests = _split(stored["keys"]), _split(stored["digests"])
-                lists = cls(keys, digests, stored["indices"], stored["similarities"], _split(stored["settings"])[0])
+                keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
+                settings = split_texts(stored["settings"])[0]
+                lists = cls(keys, digests, stored["indices"], stored["similarities"], settings)
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             return None  # unreadable: searched afresh and written again
         return lists if len(keys) == len(digests) == lists.indices.shape[0] else None
 
 
-def _joined(texts: list[str]) -> np.ndarray:
+def joined_texts(texts: list[str]) -> np.ndarray:
     """Texts as one UTF-8 byte array, a newline between them (a stable key holds no newline)."""
     return np.frombuffer("\n".join(texts).encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
-def _split(stored: np.ndarray) -> list[str]:
+def split_texts(stored: np.ndarray) -> list[str]:
     text = stored.tobytes().decode("utf-8", "surrogatepass")
     return text.split("\n") if stored.size else [""]
 

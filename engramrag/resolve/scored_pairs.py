@@ -1,0 +1,174 @@
+"""What the last candidates run scored, so that the next one scores only what changed.
+
+A candidate row is a function of its two keys' rows in the key table (and of the settings and the code), so a pair
+whose two keys kept their rows keeps its row. Kept between runs in ``<home>/resolution/scored_pairs.npz``: the keys,
+a digest of each key's row (everything the scorer and the evidence read of it: labels, kinds, aliases, vector, and
+its mention rows with the path and text hash of their documents), and the pairs the blocking proposed. A run then
+scores the blocked pairs that touch a changed key, and the pairs the blocking proposes now but did not then (a
+posting list that fell under its cap, a nearest-key list that changed); it deletes the stored rows of changed and
+gone keys and of unchanged pairs no longer proposed; every other row stays as it is.
+
+The file and the catalog's ``meta`` row ``resolution_pairs`` carry the same token, written in the catalog's
+transaction with the number of rows the table then had: a file that does not match the catalog (a run killed between
+the two writes, a catalog restored from a copy, a table emptied by hand) is not trusted, and everything is scored
+again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engramrag.resolve.embedding_lists import joined_texts, split_texts
+from engramrag.resolve.keytable import KeyTable
+from engramrag.retrieve.neighbours import match_keys
+
+FILE = "scored_pairs.npz"
+PENDING = "scored_pairs.pending.npz"  # written before the catalog commits; renamed to FILE after
+META_KEY = "resolution_pairs"
+
+
+@dataclass(frozen=True)
+class ScoredPairs:
+    """One run's keys (sorted), their row digests, and the blocked pairs as rows of ``keys`` (left < right)."""
+
+    keys: list[str]
+    digests: list[str]
+    left: np.ndarray  # int64
+    right: np.ndarray  # int64
+    settings: str  # digest of the scoring settings and code the rows were scored with
+    token: str  # the catalog's ``meta`` value that says the table holds these rows
+
+    def save_pending(self, folder: Path) -> Path:
+        """Write to the pending name; :func:`commit_pending` renames it once the catalog has committed."""
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f".{PENDING}.{os.getpid()}.npz"
+        np.savez(
+            temporary, keys=joined_texts(self.keys), digests=joined_texts(self.digests), left=self.left,
+            right=self.right, settings=joined_texts([self.settings]), token=joined_texts([self.token]),
+        )  # fmt: skip
+        os.replace(temporary, folder / PENDING)
+        return folder / PENDING
+
+    @classmethod
+    def load(cls, folder: Path, token: str | None) -> ScoredPairs | None:
+        """The stored pairs whose token is the catalog's ``token`` (the committed file, or the pending one when the
+        run that wrote it stopped after its commit), else None."""
+        if not token:
+            return None
+        for name in (FILE, PENDING):
+            stored = _read(folder / name)
+            if stored is not None and stored.token == token:
+                return stored
+        return None
+
+
+def meta_value(token: str, rows: int) -> str:
+    """What the catalog's ``meta`` row holds after a run: its token and the rows the table had."""
+    return f"{token} {rows}"
+
+
+def trusted_token(value: str | None, rows: int) -> str | None:
+    """The token of the catalog's ``meta`` value when the table still has the rows the run left, else None."""
+    token, _, recorded = (value or "").partition(" ")
+    return token if token and recorded == str(rows) else None
+
+
+def commit_pending(folder: Path) -> None:
+    """The pending file becomes the stored one (after the catalog transaction that names its token)."""
+    if (folder / PENDING).exists():
+        os.replace(folder / PENDING, folder / FILE)
+
+
+@dataclass(frozen=True)
+class ScoringPlan:
+    """Which of this run's blocked pairs to score, and which stored rows to delete."""
+
+    score: np.ndarray  # bool per blocked pair (in the order given to ``plan_scoring``)
+    stale_keys: list[str]  # stored keys whose row changed or that are gone: every stored row naming one is deleted
+    dropped: list[tuple[str, str]]  # unchanged pairs stored but no longer proposed
+    changed_keys: int  # keys of this run that are new or whose row changed
+    whole: str | None  # why everything is scored and the table refilled, or None when only changes are
+
+    @property
+    def kept(self) -> int:
+        return int((~self.score).sum())
+
+
+def key_digests(table: KeyTable, vector_digests: list[str], stamps: Mapping[str, str]) -> list[str]:
+    """Per key of ``table``, a digest of everything a candidate row reads of it. ``stamps``: per doc_id, what its
+    evidence is quoted from (its path and text hash); the key's words, compact form, acronyms and numbers are
+    functions of the key itself."""
+    digests = []
+    for i, key in enumerate(table.keys):
+        digest = hashlib.blake2b(digest_size=16)
+        fields = (table.labels[i], table.kinds[i], table.check_kinds[i], sorted(table.declared[i]),
+                  sorted(table.written[i]), sorted(table.names[i]), vector_digests[i])  # fmt: skip
+        digest.update(repr(fields).encode("utf-8", "surrogatepass"))
+        for doc_id, label, first_line, count in table.mentions[key]:
+            digest.update(f"\x1f{doc_id}\x1e{label}\x1e{first_line}\x1e{count}\x1e{stamps.get(doc_id, '-')}".encode(
+                "utf-8", "surrogatepass"))  # fmt: skip
+        digests.append(digest.hexdigest())
+    return digests
+
+
+def plan_scoring(
+    previous: ScoredPairs | None,
+    keys: list[str],
+    digests: list[str],
+    left: np.ndarray,
+    right: np.ndarray,
+    settings: str,
+    whole: str | None = None,
+) -> ScoringPlan:
+    """What to score of the blocked pairs ``(left[p], right[p])`` (rows of the sorted ``keys``, left < right), given
+    the ``previous`` run's. ``whole``: a reason to score everything regardless (the consistency pass)."""
+    everything = np.ones(len(left), dtype=bool)
+    reason = whole or _why_whole(previous, settings)
+    if reason is not None or previous is None:
+        return ScoringPlan(everything, [], [], len(keys), reason or "nothing stored")
+    new_of_old, _old_of_new, changed = match_keys(
+        previous.keys, keys, lambda old, new: previous.digests[old] == digests[new]
+    )
+    n = np.int64(len(keys))
+    codes = left.astype(np.int64) * n + right.astype(np.int64)
+    old_left, old_right = new_of_old[previous.left], new_of_old[previous.right]
+    alive = (old_left >= 0) & (old_right >= 0)  # both keys kept their rows (mapping keeps left < right)
+    old_codes = old_left[alive] * n + old_right[alive]
+    score = changed[left] | changed[right] | ~np.isin(codes, old_codes)
+    gone = ~np.isin(old_codes, codes)
+    dropped = [(keys[a], keys[b]) for a, b in zip(old_left[alive][gone].tolist(), old_right[alive][gone].tolist(),
+                                                  strict=True)]  # fmt: skip
+    stale = [previous.keys[j] for j in np.flatnonzero(new_of_old < 0).tolist()]
+    return ScoringPlan(score, stale, dropped, int(changed.sum()), None)
+
+
+def _why_whole(previous: ScoredPairs | None, settings: str) -> str | None:
+    if previous is None:
+        return "nothing stored"
+    if previous.settings != settings:
+        return "settings or code changed"
+    return None
+
+
+def _read(path: Path) -> ScoredPairs | None:
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
+            pairs = ScoredPairs(
+                keys, digests, stored["left"].astype(np.int64), stored["right"].astype(np.int64),
+                split_texts(stored["settings"])[0], split_texts(stored["token"])[0],
+            )  # fmt: skip
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None  # unreadable: everything is scored again and the file written anew
+    consistent = len(keys) == len(digests) and len(pairs.left) == len(pairs.right)
+    in_range = not len(pairs.left) or (int(pairs.left.min()) >= 0 and int(pairs.right.max()) < len(keys))
+    return pairs if consistent and in_range else None
