@@ -67,36 +67,21 @@ def build_key_table(
     """The table of the stable keys of ``mentions`` (see ``find_candidates`` for the columns). An alias owned by
     more than ``max_posting`` keys is generic and does not count as a shared alias. ``custom_kinds`` declares custom
     kinds for mention rows that do not carry their ``core_kind``."""
-    labels: dict[str, Counter[str]] = defaultdict(Counter)
-    kinds: dict[str, Counter[str]] = defaultdict(Counter)
-    core_kinds: dict[str, Counter[str]] = defaultdict(Counter)
-    docs: dict[str, set[str]] = defaultdict(set)
+    rows = _MentionColumns(mentions, custom_kinds)
+    keys = rows.keys
     declared_raw: dict[str, set[str]] = defaultdict(set)
     written_raw: dict[str, set[str]] = defaultdict(set)
-    rows: dict[str, list[tuple[str, str, int | None, int]]] = defaultdict(list)
     title_key: dict[str, str] = {}
-    columns = ["doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line"]
-    cores = mention_core_kinds(mentions, custom_kinds)
-    for row, core in zip(mentions[columns].itertuples(index=False), cores, strict=True):
-        doc_id, entity_key, label, kind, aliases, count, first_line = row
-        key = normalise_label(str(label))
-        if not key:
-            continue
-        labels[key][str(label)] += 1
-        kinds[key][str(kind)] += 1
-        core_kinds[key][core or "Concept"] += 1
-        docs[key].add(str(doc_id))
-        rows[key].append((str(doc_id), str(label), _int_or_none(first_line), int(count)))
-        if entity_key == DOCUMENT_KEY:
-            title_key[str(doc_id)] = key
-            declared_raw[key].update(strings(aliases))
-        else:
-            written_raw[key].update(strings(aliases))
+    for i in np.flatnonzero(rows.is_title).tolist():
+        key = keys[rows.key_index[i]]
+        title_key[rows.doc_ids[i]] = key
+        declared_raw[key].update(strings(rows.aliases[i]))
+    for i in np.flatnonzero(rows.has_aliases & ~rows.is_title).tolist():
+        written_raw[keys[rows.key_index[i]]].update(strings(rows.aliases[i]))
 
     if documents is not None and len(documents):
         _declare_from_documents(documents, title_key, declared_raw)
 
-    keys = sorted(labels)
     compact = [COMPACT_DROP.sub("", key) for key in keys]
     declared = [{c for c in map(compact_form, declared_raw.get(key, ())) if c} for key in keys]
     written = [{c for c in map(compact_form, written_raw.get(key, ())) if c} for key in keys]
@@ -106,13 +91,14 @@ def build_key_table(
     matrix, present = _vector_matrix(keys, vectors)
     return KeyTable(
         keys=keys,
-        labels=[_display_label(labels[key]) for key in keys],
-        kinds=[dominant_kind(kinds[key]) for key in keys],
-        check_kinds=[comparable_kind(core_kinds[key]) for key in keys],
+        labels=rows.display_labels(),
+        kinds=rows.dominant(rows.kind_codes, rows.kind_names),
+        check_kinds=[kind if kind not in WEAK_KINDS else "Concept" for kind in rows.dominant(rows.core_codes,
+                                                                                             rows.core_names)],
         compact=compact,
         words=words,
         tokens=[frozenset(w) for w in words],
-        documents=[frozenset(docs[key]) for key in keys],
+        documents=rows.documents(),
         declared=declared,
         written=written,
         names=[frozenset((declared[i] | written[i]) - generic) for i in range(len(keys))],
@@ -120,8 +106,90 @@ def build_key_table(
         numbers=[tuple(DIGITS.findall(form)) for form in compact],
         vectors=matrix,
         has_vector=present,
-        mentions={key: sorted(rows[key], key=lambda r: (-r[3], r[0])) for key in keys},
+        mentions=rows.mention_lists(),
     )
+
+
+class _MentionColumns:
+    """The mention rows with a stable key, as columns: each row's key (a row of the sorted ``keys``), and codes for
+    its label, kind, core kind and document, so that the per-key counts are array operations, not a loop."""
+
+    def __init__(self, mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None) -> None:
+        label_codes, label_names = pd.factorize(mentions["label"].astype(str).to_numpy(dtype=object))
+        label_keys = [normalise_label(label) for label in label_names]
+        self.keys = sorted({key for key in label_keys if key})
+        position = {key: i for i, key in enumerate(self.keys)}
+        key_of_label = np.array([position.get(key, -1) for key in label_keys], dtype=np.int64)
+        keep = key_of_label[label_codes] >= 0 if len(label_codes) else np.zeros(0, dtype=bool)
+        kept = mentions[keep]
+        self.key_index = key_of_label[label_codes[keep]]
+        self.label_codes, self.label_names = label_codes[keep], label_names
+        self.kind_codes, self.kind_names = pd.factorize(kept["kind"].astype(str).to_numpy(dtype=object))
+        self.core_codes, self.core_names = _core_codes(kept, custom_kinds)
+        self.doc_ids = kept["doc_id"].astype(str).to_numpy(dtype=object)
+        self.doc_ranks, self.doc_names = pd.factorize(self.doc_ids, sort=True)
+        self.counts = kept["mentions"].astype(np.int64).to_numpy()
+        self.first_lines = [_int_or_none(value) for value in kept["first_line"].to_numpy(dtype=object)]
+        self.aliases = kept["aliases"].to_numpy(dtype=object)
+        self.has_aliases = np.array(  # a cheap first look: ``strings`` then reads just these rows
+            [value is not None and (not hasattr(value, "__len__") or len(value) > 0) for value in self.aliases],
+            dtype=bool,
+        )
+        self.is_title = (kept["entity_key"].to_numpy(dtype=object) == DOCUMENT_KEY).astype(bool)
+
+    def _counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(key row, code, rows) for every (key, code) present."""
+        width = np.int64(max(1, int(codes.max()) + 1 if len(codes) else 1))
+        combined, counts = np.unique(self.key_index * width + codes, return_counts=True)
+        return combined // width, combined % width, counts
+
+    def display_labels(self) -> list[str]:
+        """Per key, its most frequent label as written (the smallest string among equals)."""
+        key_rows, codes, counts = self._counts(self.label_codes)
+        best: dict[int, tuple[int, str]] = {}
+        for key_row, code, count in zip(key_rows.tolist(), codes.tolist(), counts.tolist(), strict=True):
+            label = self.label_names[code]
+            if key_row not in best or (-count, label) < best[key_row]:
+                best[key_row] = (-count, label)
+        return [best[i][1] for i in range(len(self.keys))]
+
+    def dominant(self, codes: np.ndarray, names) -> list[str]:
+        """Per key, ``dominant_kind`` of the counts of ``codes`` (kinds or core kinds)."""
+        key_rows, kind_codes, counts = self._counts(codes)
+        found: dict[int, Counter[str]] = defaultdict(Counter)
+        for key_row, code, count in zip(key_rows.tolist(), kind_codes.tolist(), counts.tolist(), strict=True):
+            found[key_row][names[code]] += count
+        return [dominant_kind(found[i]) for i in range(len(self.keys))]
+
+    def documents(self) -> list[frozenset[str]]:
+        order = np.argsort(self.key_index, kind="stable")
+        bounds = np.searchsorted(self.key_index[order], np.arange(len(self.keys) + 1))
+        docs = self.doc_ids[order]
+        return [frozenset(docs[bounds[i] : bounds[i + 1]].tolist()) for i in range(len(self.keys))]
+
+    def mention_lists(self) -> dict[str, list[tuple[str, str, int | None, int]]]:
+        """Per key, its rows (doc_id, label, first_line, mentions), most mentioned first, then by document, then
+        in the order given."""
+        order = np.lexsort((np.arange(len(self.key_index)), self.doc_ranks, -self.counts, self.key_index))
+        bounds = np.searchsorted(self.key_index[order], np.arange(len(self.keys) + 1))
+        labels = self.label_names[self.label_codes[order]].tolist()
+        lines = [self.first_lines[i] for i in order.tolist()]
+        rows = list(zip(self.doc_ids[order].tolist(), labels, lines, self.counts[order].tolist(), strict=True))
+        return {key: rows[bounds[i] : bounds[i + 1]] for i, key in enumerate(self.keys)}
+
+
+def _core_codes(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None) -> tuple[np.ndarray, list[str]]:
+    """Per row, a code of the core kind it is compared as ("Concept" when unknown), computed once per distinct
+    (kind, recorded core kind)."""
+    recorded = mentions["core_kind"] if "core_kind" in mentions.columns else pd.Series([None] * len(mentions))
+    pairs = mentions["kind"].astype(str).to_numpy(dtype=object) + "\x1f" + np.array(
+        [value if isinstance(value, str) else "\x00" for value in recorded], dtype=object
+    )
+    codes, _ = pd.factorize(pairs)
+    first = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, dtype=np.int64)
+    cores = [core or "Concept" for core in mention_core_kinds(mentions.iloc[first], custom_kinds)]
+    core_codes, core_names = pd.factorize(np.array(cores, dtype=object))
+    return (core_codes[codes] if len(codes) else codes), list(core_names)
 
 
 def dominant_kind(kinds: Counter[str]) -> str:
@@ -187,10 +255,6 @@ def _vector_matrix(keys: list[str], vectors: Mapping[str, np.ndarray] | None):
             matrix[i] = vector
             present[i] = True
     return matrix, present
-
-
-def _display_label(labels: Counter[str]) -> str:
-    return min(labels, key=lambda label: (-labels[label], label))
 
 
 def _int_or_none(value: Any) -> int | None:
