@@ -300,7 +300,9 @@ CREATE TABLE IF NOT EXISTS property_values (
 );
 
 -- Resolution: the machine's candidate pairs of stable entity keys (``resolve.candidates``), with their features and
--- the evidence sentences of both sides. Refilled whole by ``lifecycle.resolution.refresh_candidates``.
+-- the evidence sentences of both sides. Written by ``lifecycle.resolution.refresh_candidates``: the rows of pairs
+-- touching a changed key are replaced, the rest kept (``resolve.scored_pairs``; meta ``resolution_pairs`` says which
+-- run the table holds); refilled whole when nothing trusted is stored.
 CREATE TABLE IF NOT EXISTS resolution_candidates (
     left_key VARCHAR NOT NULL, right_key VARCHAR NOT NULL, left_label VARCHAR, right_label VARCHAR,
     left_kind VARCHAR, right_kind VARCHAR, score DOUBLE NOT NULL, vetoed BOOLEAN NOT NULL, veto_reason VARCHAR,
@@ -309,8 +311,9 @@ CREATE TABLE IF NOT EXISTS resolution_candidates (
 );
 
 -- Resolution: each stable key's evidence sentences (a JSON list of {path, line, text}) and the signature of the
--- mention rows and document texts they were quoted from. Refilled whole by ``lifecycle.resolution.refresh_candidates``
--- with the keys the candidates used; a key whose signature is unchanged is not searched again.
+-- mention rows and document texts they were quoted from. Written by ``lifecycle.resolution.refresh_candidates`` for
+-- the keys the scored candidates used (and dropped for keys gone or changed); a key whose signature is unchanged is
+-- not searched again.
 CREATE TABLE IF NOT EXISTS resolution_evidence (
     entity_key VARCHAR PRIMARY KEY, signature VARCHAR NOT NULL, evidence JSON NOT NULL
 );

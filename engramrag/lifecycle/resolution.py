@@ -1,7 +1,10 @@
 """Entity resolution in the lifecycle: candidates into the catalog, then the overlay's clusters.
 
-Candidates are recomputed whole from the live mentions (they are cheap next to extraction, and a pair's
-evidence can change with any document). The overlay combines the machine's confident pairs with what people
+Candidates are scored from the key table of the live mentions; a run scores again only the blocked pairs that touch
+a key whose row changed (or that blocking newly proposes) and keeps every other stored row (``resolve.scored_pairs``),
+so an edit costs the key table and the blocking, not a rescoring of every pair.
+
+The overlay combines the machine's confident pairs with what people
 decided in the decisions store and writes the clusters the retrieval index joins mentions by. Quads are never
 rewritten: a merge lives only in ``entity_clusters`` and in the index built from it.
 """
