@@ -30,7 +30,7 @@ from engramrag.resolve.blocking import blocked_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
-from engramrag.resolve.evidence import evidence_from_json, evidence_json
+from engramrag.resolve.evidence import Evidence, evidence_from_json, evidence_json
 from engramrag.resolve.inputs import live_kind_counts, live_mentions, unknown_kinds
 from engramrag.resolve.keytable import build_key_table, key_kinds
 from engramrag.resolve.scored_pairs import META_KEY as PAIRS_META_KEY
@@ -105,12 +105,6 @@ def refresh_candidates(
         documents = catalog.execute(
             "SELECT doc_id, path, text, front_matter, body_hash FROM documents WHERE NOT gone ORDER BY path"
         ).df()
-        known = {
-            key: (signature, evidence_from_json(evidence))
-            for key, signature, evidence in catalog.execute(
-                "SELECT entity_key, signature, evidence FROM resolution_evidence"
-            ).fetchall()
-        }
         recorded = catalog.execute("SELECT value FROM meta WHERE key = ?", [PAIRS_META_KEY]).fetchone()
         rows = catalog.execute("SELECT count(*) FROM resolution_candidates").fetchone()[0]
     vectors = _key_vectors(home, embedder, mentions)
@@ -129,10 +123,12 @@ def refresh_candidates(
     previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))
     whole = "consistency pass" if search_all else None
     plan = plan_scoring(previous, table.keys, digests, left, right, settings, whole)
+    scored = [blocked[p] for p in np.flatnonzero(plan.score).tolist()]
+    asked = None if plan.whole else {table.keys[k] for (i, j), _ in scored for k in (i, j)}
+    with catalog_writer(home, config.bucket_count) as catalog:
+        known = _known_evidence(catalog, asked)
     quoted: dict[str, tuple[str, tuple]] = {}
-    candidates = score_pairs(
-        table, [blocked[p] for p in np.flatnonzero(plan.score).tolist()], candidate_config, documents, known, quoted
-    )
+    candidates = score_pairs(table, scored, candidate_config, documents, known, quoted)
     reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
     verdicts = judge([c for c in candidates if not c.vetoed and not c.auto_merge]) if judge else {}
     frame = _candidate_rows(candidates, verdicts)
@@ -212,6 +208,20 @@ def _write_candidates(
         catalog.unregister("evidence_rows")
 
 
+def _known_evidence(
+    catalog: duckdb.DuckDBPyConnection, keys: set[str] | None
+) -> dict[str, tuple[str, tuple[Evidence, ...]]]:
+    """The evidence earlier runs quoted (of ``keys`` only, when given): per key, its signature and sentences."""
+    query = "SELECT entity_key, signature, evidence FROM resolution_evidence"
+    if keys is not None:
+        catalog.register("asked_keys", pd.DataFrame({"key": sorted(keys)}, dtype=object))
+        query += " WHERE entity_key IN (SELECT key FROM asked_keys)"
+    rows = catalog.execute(query).fetchall()
+    if keys is not None:
+        catalog.unregister("asked_keys")
+    return {key: (signature, evidence_from_json(evidence)) for key, signature, evidence in rows}
+
+
 def _scoring_settings(config: CandidateConfig, judge: object | None) -> str:
     """A digest of what a stored candidate row was computed with: the knobs, whether (and which) judge gave
     verdicts, and the code."""
@@ -279,7 +289,7 @@ def _key_vectors(home: Home, embedder: Embedder, mentions: pd.DataFrame) -> dict
     """One label vector per stable key (the first mention's; labels of one key differ only in case or spacing)."""
     stored = VectorStore.for_home(home, embedder).label_vectors()
     vectors: dict[str, np.ndarray] = {}
-    for label in mentions["label"]:
+    for label in pd.unique(mentions["label"].to_numpy(dtype=object)):  # in first-mention order, once each
         key = normalise_label(label)
         if key and key not in vectors and label in stored:
             vector = stored[label]
