@@ -4,7 +4,8 @@ A build quotes evidence sentences again only for the keys whose mention rows or 
 (``resolve.evidence.EvidenceFinder``, catalog ``resolution_evidence``). This times
 ``lifecycle.resolution.refresh_candidates`` in a fresh process per run (as a build runs it: nothing cached in
 memory), alternating a run with the stored evidence cleared (every key quoted) and a run that finds it (nothing
-changed since, so every key's evidence is reused), and checks both wrote the same candidates.
+changed since, so every key's evidence is reused), and checks both wrote the same candidates. Both runs score every
+pair (the stored pairs of ``resolve.scored_pairs`` are not trusted), so that only the evidence differs.
 
     python -m eval.resolution_evidence HOME [--rounds 2]
 
@@ -30,11 +31,14 @@ from engramrag.embed.registry import make_embedder
 from engramrag.lifecycle.resolution import refresh_candidates
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
+from engramrag.resolve.scored_pairs import META_KEY
 home = Home.at(sys.argv[1])
+connection = duckdb.connect(str(home.catalog_path))
+# Every pair is scored in both modes (without the stored pairs' token), so that only the evidence differs.
+connection.execute("DELETE FROM meta WHERE key = ?", [META_KEY])
 if sys.argv[2] == "cleared":
-    connection = duckdb.connect(str(home.catalog_path))
     connection.execute("DELETE FROM resolution_evidence")
-    connection.close()
+connection.close()
 started = time.perf_counter()
 summary = refresh_candidates(home, VaultConfig(bucket_count=int(sys.argv[3])), make_embedder("hash"))
 seconds = time.perf_counter() - started
