@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,6 +73,30 @@ def has_column(catalog: duckdb.DuckDBPyConnection, table: str, column: str) -> b
             [table, column],
         ).fetchone()[0]
     )
+
+
+def insert_frame(
+    catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, columns: Sequence[str] | None = None
+) -> None:
+    """Append ``frame``'s rows to ``table``, column by name (``columns``: which of the frame's, by default all)."""
+    if not len(frame):
+        return
+    names = list(columns) if columns is not None else [str(name) for name in frame.columns]
+    view = f"incoming_{table}"
+    catalog.register(view, frame[names])
+    try:
+        listed = ", ".join(f'"{name}"' for name in names)
+        catalog.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {view}")
+    finally:
+        catalog.unregister(view)
+
+
+def refill_table(
+    catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, columns: Sequence[str] | None = None
+) -> None:
+    """Every row of ``table`` replaced by ``frame``'s (inside the caller's transaction, when it has one)."""
+    catalog.execute(f"DELETE FROM {table}")
+    insert_frame(catalog, table, frame, columns)
 
 
 def replace_rows(

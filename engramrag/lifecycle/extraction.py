@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, insert_frame
 from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.extract.base import Extraction, Extractor
 from engramrag.extract.registry import extractor_id
@@ -240,10 +240,7 @@ def _write_bucket(catalog, gone, deletions, done, rows, runs, calls) -> None:
 def _append(catalog: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
     if not rows:
         return
-    frame = pd.DataFrame(rows)
-    catalog.register("incoming_rows", frame)
-    catalog.execute(f"INSERT INTO {table} ({', '.join(frame.columns)}) SELECT * FROM incoming_rows")
-    catalog.unregister("incoming_rows")
+    insert_frame(catalog, table, pd.DataFrame(rows))
 
 
 def _collect_rows(rows: dict[str, list[dict]], document: Document, extraction: Extraction, extractor: str) -> None:

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, insert_frame, refill_table
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.extract.textutil import normalise_label
@@ -156,7 +156,7 @@ def refresh_candidates(
         vetoed=int(vetoed),
         automatic=int(automatic),
         judged=len(verdicts),
-        unknown_kinds=unknown_kinds(mentions),
+        unknown_kinds=unknown_kinds(_kind_counts(mentions)),
         evidence_quoted=len(quoted) - reused,
         evidence_reused=reused,
         embedding_searched=lists.update.searched if lists.update else 0,
@@ -195,17 +195,19 @@ def _write_candidates(
         catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT key FROM stale_keys)")
         catalog.unregister("stale_keys")
         catalog.unregister("replaced_pairs")
-    if len(frame):
-        catalog.register("candidate_rows", frame)
-        catalog.execute(
-            f"INSERT INTO resolution_candidates ({', '.join(CANDIDATE_COLUMNS)}) SELECT * FROM candidate_rows"
-        )
-        catalog.unregister("candidate_rows")
+    insert_frame(catalog, "resolution_candidates", frame)
     if len(evidence):
-        catalog.register("evidence_rows", evidence)
-        catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT entity_key FROM evidence_rows)")
-        catalog.execute("INSERT INTO resolution_evidence SELECT entity_key, signature, evidence FROM evidence_rows")
-        catalog.unregister("evidence_rows")
+        catalog.register("evidence_keys", evidence[["entity_key"]])
+        catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT entity_key FROM evidence_keys)")
+        catalog.unregister("evidence_keys")
+        insert_frame(catalog, "resolution_evidence", evidence)
+
+
+def _kind_counts(mentions: pd.DataFrame) -> pd.DataFrame:
+    """The mention rows grouped by (kind, core_kind) with their number in ``rows``: what ``unknown_kinds`` reads."""
+    if not len(mentions):
+        return mentions
+    return mentions.groupby(["kind", "core_kind"], dropna=False, sort=False).size().reset_index(name="rows")
 
 
 def _known_evidence(
@@ -261,16 +263,8 @@ def refresh_overlay(
     )
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
-        catalog.execute("DELETE FROM entity_clusters")
-        if len(rows):
-            catalog.register("cluster_rows", rows)
-            catalog.execute("INSERT INTO entity_clusters SELECT entity_key, cluster_key FROM cluster_rows")
-            catalog.unregister("cluster_rows")
-        catalog.execute("DELETE FROM resolution_blocked")
-        if len(blocked):
-            catalog.register("blocked_rows", blocked)
-            catalog.execute("INSERT INTO resolution_blocked SELECT * FROM blocked_rows")
-            catalog.unregister("blocked_rows")
+        refill_table(catalog, "entity_clusters", rows)
+        refill_table(catalog, "resolution_blocked", blocked)
         catalog.execute("COMMIT")
     groups = clustering.clusters
     summary = OverlaySummary(

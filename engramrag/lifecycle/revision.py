@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, has_column, has_table
+from engramrag.catalog.connection import catalog_writer, has_column, has_table, refill_table
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
 from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES, declared_by
@@ -79,13 +79,7 @@ def refresh_supersession_candidates(
     ) if len(rows) else rows
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
-        catalog.execute("DELETE FROM supersession_candidates")
-        if len(rows):
-            catalog.register("proposal_rows", rows)
-            catalog.execute(
-                f"INSERT INTO supersession_candidates ({', '.join(PROPOSAL_COLUMNS)}) SELECT * FROM proposal_rows"
-            )
-            catalog.unregister("proposal_rows")
+        refill_table(catalog, "supersession_candidates", rows, PROPOSAL_COLUMNS)
         catalog.execute("COMMIT")
     summary = ProposalSummary(decisions, len(proposals), sum(p.same_day for p in proposals))
     return summary, proposals
@@ -148,19 +142,9 @@ def apply_supersessions(
     with catalog_writer(home, config.bucket_count) as catalog:
         swap = swap_step_quads(home, catalog, "supersession_quads", quads)
         catalog.execute("BEGIN")
-        catalog.execute("DELETE FROM supersessions")
-        if len(rows):
-            catalog.register("supersession_rows", rows)
-            catalog.execute("INSERT INTO supersessions SELECT * FROM supersession_rows")
-            catalog.unregister("supersession_rows")
+        refill_table(catalog, "supersessions", rows)
         record_swap(catalog, "supersession_quads", swap)
-        catalog.execute("DELETE FROM supersession_model_reviews")
-        if len(review_rows):
-            catalog.register("review_rows", review_rows)
-            catalog.execute(
-                f"INSERT INTO supersession_model_reviews ({', '.join(REVIEW_COLUMNS)}) SELECT * FROM review_rows"
-            )
-            catalog.unregister("review_rows")
+        refill_table(catalog, "supersession_model_reviews", review_rows, REVIEW_COLUMNS)
         catalog.execute("COMMIT")
     declared = sum(reason == "declared" for _, reason, _ in applied)
     verified = sum(reason == "verified" for _, reason, _ in applied)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pyoxigraph as ox
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, refill_table
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
 from engramrag.ontology.graphs import (
@@ -115,12 +115,8 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
     with catalog_writer(home, config.bucket_count) as catalog:
         swap = swap_step_quads(home, catalog, "timeline_quads", quads)
         catalog.execute("BEGIN")
-        for table, incoming in (("document_supersessions", frame), ("property_values", value_frame)):
-            catalog.execute(f"DELETE FROM {table}")
-            if len(incoming):
-                catalog.register("incoming_rows", incoming)
-                catalog.execute(f"INSERT INTO {table} ({', '.join(incoming.columns)}) SELECT * FROM incoming_rows")
-                catalog.unregister("incoming_rows")
+        refill_table(catalog, "document_supersessions", frame)
+        refill_table(catalog, "property_values", value_frame)
         record_swap(catalog, "timeline_quads", swap)
         catalog.execute("COMMIT")
     chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
