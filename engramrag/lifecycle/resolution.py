@@ -113,12 +113,10 @@ def refresh_candidates(
     blocked = sorted(blocked_pairs(table, candidate_config, lists).items())
     left = np.fromiter((i for (i, _j), _edit in blocked), dtype=np.int64, count=len(blocked))
     right = np.fromiter((j for (_i, j), _edit in blocked), dtype=np.int64, count=len(blocked))
-    has_vector = table.has_vector if table.has_vector is not None else np.zeros(len(table.keys), dtype=bool)
     stamps = {str(d): f"{p}\x00{h}" for d, p, h in documents[["doc_id", "path", "body_hash"]].itertuples(index=False)}
-    digests = key_digests(
-        table, vector_digests(table.vectors, has_vector) if table.vectors is not None else [""] * len(table.keys),
-        stamps,
-    )  # fmt: skip
+    with_vectors = table.vectors is not None and table.has_vector is not None
+    vectors_seen = vector_digests(table.vectors, table.has_vector) if with_vectors else [""] * len(table.keys)
+    digests = key_digests(table, vectors_seen, stamps)
     settings = _scoring_settings(candidate_config, judge)
     previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))
     whole = "consistency pass" if search_all else None

@@ -92,9 +92,8 @@ def build_key_table(
     return KeyTable(
         keys=keys,
         labels=rows.display_labels(),
-        kinds=rows.dominant(rows.kind_codes, rows.kind_names),
-        check_kinds=[kind if kind not in WEAK_KINDS else "Concept" for kind in rows.dominant(rows.core_codes,
-                                                                                             rows.core_names)],
+        kinds=[dominant_kind(counts) for counts in rows.counters(rows.kind_codes, rows.kind_names)],
+        check_kinds=[comparable_kind(counts) for counts in rows.counters(rows.core_codes, rows.core_names)],
         compact=compact,
         words=words,
         tokens=[frozenset(w) for w in words],
@@ -127,7 +126,7 @@ class _MentionColumns:
         self.kind_codes, self.kind_names = pd.factorize(kept["kind"].astype(str).to_numpy(dtype=object))
         self.core_codes, self.core_names = _core_codes(kept, custom_kinds)
         self.doc_ids = kept["doc_id"].astype(str).to_numpy(dtype=object)
-        self.doc_ranks, self.doc_names = pd.factorize(self.doc_ids, sort=True)
+        self.doc_ranks, _ = pd.factorize(self.doc_ids, sort=True)
         self.counts = kept["mentions"].astype(np.int64).to_numpy()
         self.first_lines = [_int_or_none(value) for value in kept["first_line"].to_numpy(dtype=object)]
         self.aliases = kept["aliases"].to_numpy(dtype=object)
@@ -153,13 +152,13 @@ class _MentionColumns:
                 best[key_row] = (-count, label)
         return [best[i][1] for i in range(len(self.keys))]
 
-    def dominant(self, codes: np.ndarray, names) -> list[str]:
-        """Per key, ``dominant_kind`` of the counts of ``codes`` (kinds or core kinds)."""
+    def counters(self, codes: np.ndarray, names) -> list[Counter[str]]:
+        """Per key, how many of its rows have each of ``names`` (kinds or core kinds), as ``codes`` say."""
         key_rows, kind_codes, counts = self._counts(codes)
-        found: dict[int, Counter[str]] = defaultdict(Counter)
+        found: list[Counter[str]] = [Counter() for _ in self.keys]
         for key_row, code, count in zip(key_rows.tolist(), kind_codes.tolist(), counts.tolist(), strict=True):
             found[key_row][names[code]] += count
-        return [dominant_kind(found[i]) for i in range(len(self.keys))]
+        return found
 
     def documents(self) -> list[frozenset[str]]:
         order = np.argsort(self.key_index, kind="stable")

@@ -129,10 +129,9 @@ def plan_scoring(
 ) -> ScoringPlan:
     """What to score of the blocked pairs ``(left[p], right[p])`` (rows of the sorted ``keys``, left < right), given
     the ``previous`` run's. ``whole``: a reason to score everything regardless (the consistency pass)."""
-    everything = np.ones(len(left), dtype=bool)
     reason = whole or _why_whole(previous, settings)
-    if reason is not None or previous is None:
-        return ScoringPlan(everything, [], [], len(keys), reason or "nothing stored")
+    if reason is not None or previous is None:  # _why_whole names a missing previous run; this narrows the type
+        return ScoringPlan(np.ones(len(left), dtype=bool), [], [], len(keys), reason)
     new_of_old, _old_of_new, changed = match_keys(
         previous.keys, keys, lambda old, new: previous.digests[old] == digests[new]
     )
