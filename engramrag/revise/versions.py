@@ -25,11 +25,13 @@ proposal (decisions store, topic ``supersession``, keys :func:`value_pair`), and
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY, entity_key
@@ -220,6 +222,10 @@ def _observations(
     names: _Names,
 ) -> dict[tuple[str, str], list[_Observation]]:
     series = _series_titles(docs)
+    # Values, keys and titles repeat across statements: each distinct one is read once.
+    plain: dict[str, str] = {}
+    properties: dict[str, tuple[str, str] | None] = {}
+    subjects: dict[str, str] = {}
     declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
     candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
     # object columns: iterating Arrow-backed strings row by row costs more than the whole loop body
@@ -230,15 +236,22 @@ def _observations(
         doc = docs[str(row.doc_id)]
         value = labels.get((str(row.doc_id), str(row.object)), str(row.object)) if row.object_is_entity else str(
             row.object)
-        value = _plain_value(value)
+        if value not in plain:
+            plain[value] = _plain_value(value)
+        value = plain[value]
         words = len(value.split())
         if not value or words > config.max_value_words or (words >= 3 and value.endswith((".", "!", "다", "음"))):
             continue  # a sentence after a colon is an update, not the value of a property
-        title = _subject_title(str(doc.title or doc.path))
-        title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
+        if str(row.doc_id) not in subjects:
+            title = _subject_title(str(doc.title or doc.path))
+            # "Weekly sync" names a series, not a thing
+            subjects[str(row.doc_id)] = "" if normalise_label(title) in series else title
+        title = subjects[str(row.doc_id)]
         key = str(row.label or row.predicate)
         own = labels.get((str(row.doc_id), str(row.subject)), "") if row.subject != DOCUMENT_KEY else ""
-        matched = property_of(key, table)
+        if key not in properties:
+            properties[key] = property_of(key, table)
+        matched = properties[key]
         if matched is not None:
             prop, prefix = matched
             if own:
@@ -418,10 +431,15 @@ def _names(documents: pd.DataFrame, entities: pd.DataFrame, clusters: pd.DataFra
         aliases = [aliases] if isinstance(aliases, str) else [a for a in aliases if isinstance(a, str)]
         if isinstance(title, str):
             names.join([_subject_title(title), *aliases])
-    for label, aliases in zip(entities["label"], entities["aliases"], strict=True):
+    # A label is mentioned in many notes: each distinct (label, aliases) is joined once (the union's roots do not
+    # depend on the order of joins).
+    for label in entities["label"].drop_duplicates():
         names.add(str(label))
-        if aliases is not None and len(aliases):
-            names.join([str(label), *[str(a) for a in aliases]])
+    has_aliases = [aliases is not None and len(aliases) > 0 for aliases in entities["aliases"]]
+    aliased = entities.loc[np.asarray(has_aliases, dtype=bool)]
+    for label, aliases in {(str(label), tuple(map(str, aliases)))
+                           for label, aliases in zip(aliased["label"], aliased["aliases"], strict=True)}:  # fmt: skip
+        names.join([label, *aliases])
     by_cluster: dict[str, list[str]] = defaultdict(list)
     cluster_of = dict(zip(clusters["entity_key"], clusters["cluster_key"], strict=True))
     for label in entities["label"].drop_duplicates():
@@ -439,9 +457,15 @@ def _links(documents: pd.DataFrame) -> dict[str, set[str]]:
     for path, title in zip(documents["path"], documents["title"], strict=True):
         index.add_version(str(path), [(str(path), str(title or path), None)])
     links: dict[str, set[str]] = {}
+    resolved: dict[tuple[str, str], set[str]] = {}  # a link resolves the same from every note of one folder
     for path, text in zip(documents["path"], documents["text"], strict=True):
-        targets = {m.group("target").strip() for m in WIKI_LINK.finditer(str(text))}
-        links[str(path)] = {found for t in targets for found in index.resolve(t, str(path))} - {str(path)}
+        path, folder = str(path), posixpath.dirname(str(path))
+        found: set[str] = set()
+        for target in {m.group("target").strip() for m in WIKI_LINK.finditer(str(text))}:
+            if (target, folder) not in resolved:
+                resolved[target, folder] = index.resolve(target, path)
+            found |= resolved[target, folder]
+        links[path] = found - {path}
     return links
 
 
