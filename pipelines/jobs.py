@@ -24,11 +24,14 @@ LIFECYCLE_ASSETS = [
     retrieval_index,
     lifecycle_metrics,
 ]
-# What people's verdicts change: the overlay, the applied supersessions, the index built on them, the metrics; and
-# the catalog step, whose provenance checks then cover the quads the applied supersessions wrote.
+# What a build runs when no document changed: what people's verdicts change (the overlay, the applied
+# supersessions, the index built on them, the metrics; and the catalog step, whose provenance checks then cover the
+# quads the applied supersessions wrote), and the global steps the documents feed, which do nothing unless their
+# settings or the code changed since they last ran (``lifecycle.freshness``). Without them an upgrade left the
+# candidates stale, and every later build ran this job again instead of nothing.
 REVIEW_ASSETS = [
-    document_catalog, resolution_overlay, accepted_supersessions, document_timeline, retrieval_index,
-    lifecycle_metrics,
+    document_catalog, resolution_candidates, resolution_overlay, supersession_candidates, accepted_supersessions,
+    document_timeline, retrieval_index, lifecycle_metrics,
 ]
 
 document_lifecycle_job = dg.define_asset_job(
@@ -43,5 +46,6 @@ review_job = dg.define_asset_job(
     "apply_reviews",
     selection=dg.AssetSelection.assets(*REVIEW_ASSETS),
     description="Apply what people decided in the dashboard or with `engram review` (merges, supersessions) to the "
-    "clusters, the graphs and the retrieval index.",
+    "clusters, the graphs and the retrieval index; bring the global steps up to date after a change of settings or "
+    "code.",
 )

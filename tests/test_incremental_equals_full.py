@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from assets.partitions import BUCKET_COUNT
+from engramrag.catalog.connection import catalog_writer
 from engramrag.decisions.store import MERGE, SUPERSESSION, DecisionsStore
 from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.snapshot import snapshot_differences, store_snapshot
@@ -158,3 +160,16 @@ def test_a_build_with_nothing_changed_runs_nothing(tmp_path: Path) -> None:
     after_verdict = run_build(home, vault)
     assert not after_verdict.run_id.startswith("unchanged-")
     assert _recomputed(after_verdict.asset_metadata, "resolution_overlay") is True
+    # An upgrade changes the code every global step is fingerprinted with, the vault unchanged: the next build
+    # brings the steps the documents feed up to date too (it used to run only the review steps, leaving the
+    # candidates stale, so every later build ran again), and the one after runs nothing.
+    with catalog_writer(home, BUCKET_COUNT) as catalog:
+        catalog.execute(
+            "UPDATE asset_inputs SET fingerprint = replace(fingerprint, '\"code\": \"', '\"code\": \"older-') "
+            "WHERE asset IN ('resolution_candidates', 'supersession_candidates')"
+        )
+    upgraded = run_build(home, vault)
+    for step in ("resolution_candidates", "supersession_candidates"):
+        assert _recomputed(upgraded.asset_metadata, step) is True
+        assert upgraded.asset_metadata[step]["reason"] == "its inputs changed: code"
+    assert run_build(home, vault).run_id.startswith("unchanged-")
