@@ -64,8 +64,6 @@ def _run_build(
 
     from assets.partitions import BUCKET_COUNT
     from assets.resources import EngramStores
-    from pipelines.checks import provenance_checks, resolution_checks
-    from pipelines.jobs import LIFECYCLE_ASSETS, document_lifecycle_job, review_job
 
     config = VaultConfig(bucket_count=BUCKET_COUNT)
     stores = EngramStores(
@@ -79,7 +77,7 @@ def _run_build(
     ).buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:
-        job = document_lifecycle_job
+        reviews_only = False
         tags = {
             "dagster/asset_partition_range_start": bucket_key(min(buckets)),
             "dagster/asset_partition_range_end": bucket_key(max(buckets)),
@@ -98,9 +96,15 @@ def _run_build(
         record_build(home, config, run_id, [])
         return BuildOutcome(run_id, True, [], {}, [])
     else:  # nothing changed in the vault: apply what people decided since the last build
-        job = review_job
+        reviews_only = True
         tags = {"engram/trigger": "cli"}
     tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
+    # Imported only when a job runs: the assets import the stores' libraries (LanceDB, great-expectations), which
+    # cost a no-change build several seconds.
+    from pipelines.checks import provenance_checks, resolution_checks
+    from pipelines.jobs import LIFECYCLE_ASSETS, document_lifecycle_job, review_job
+
+    job = review_job if reviews_only else document_lifecycle_job
     with open_instance(home) as instance:
         release_abandoned_runs(instance)
         # The named job, as the sensors and the schedule run it, so the UI's runs say what each build was.

@@ -20,8 +20,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
-
 from engramrag.extract.llm.prompt import reply_json
 from engramrag.messages import one_line
 from engramrag.resolve.candidates import Candidate
@@ -101,6 +99,8 @@ class LLMJudge:
     """Judges candidate pairs one request each through the official ``openai`` client."""
 
     def __init__(self, config: JudgeConfig) -> None:
+        import openai  # imported when a client is used: the settings module is read by every build
+
         if not config.model:
             raise ValueError(f"the LLM judge needs a model name: pass model=... or set {ENV['model']}")
         self.config = config
@@ -113,6 +113,8 @@ class LLMJudge:
 
     def judge(self, candidate: Candidate) -> Judgement:
         """One candidate's judgement; failures come back as ``unsure`` with ``error`` set, never raised."""
+        import openai
+
         started = time.perf_counter()
         arguments: dict[str, Any] = {
             "model": self.config.model,

@@ -31,7 +31,6 @@ from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
-from engramrag.vectors.lancedb_store import VectorStore
 
 FORMAT = 11
 CURRENT = "CURRENT"
@@ -248,6 +247,9 @@ def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> di
     """Label text -> its stored vector (read from LanceDB, never re-embedded)."""
     if entities.empty:
         return {}
+    # Imported here: `engram build` imports this module on every run, and LanceDB only when the index is rebuilt.
+    from engramrag.vectors.lancedb_store import VectorStore
+
     return VectorStore.for_home(home, embedder).label_vectors()
 
 

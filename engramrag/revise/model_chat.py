@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
-
 from engramrag.extract.llm.config import LLMConfig, env_name
 from engramrag.extract.llm.prompt import reply_json, validate
 from engramrag.gitgraph.grounding import Failure, quote_failures
@@ -121,6 +119,8 @@ class ModelChat:
     Every call is a fresh conversation: nothing of one call reaches another."""
 
     def __init__(self, config: ModelReviewConfig) -> None:
+        import openai  # imported when a client is used: the settings module is read by every build
+
         if config.server is None:
             raise ValueError(f"the supersession review needs a model server: set {env_name('base_url')} and "
                              f"{env_name('model')}")
@@ -137,6 +137,8 @@ class ModelChat:
     def ask(self, system: str, document: Mapping[str, Any], schema: Mapping[str, Any]) -> ChatReply:
         """The answer to ``document`` (sent as JSON data) under the ``system`` instructions, checked against
         ``schema``; never raises for what the server or the model does."""
+        import openai
+
         started = time.perf_counter()
         messages = [
             {"role": "system", "content": system},
@@ -171,6 +173,8 @@ class ModelChat:
     def _create(self, arguments: dict[str, Any]) -> Any:
         """One completion; a server that rejects JSON mode is asked again without it (and not asked with it
         again in this run) when the structured-output setting is ``auto``."""
+        import openai
+
         if self._json_mode:
             try:
                 return self._client.chat.completions.create(**arguments, response_format={"type": "json_object"})
