@@ -7,7 +7,7 @@ is never written), then for each index setting builds the index ``--repeats`` ti
 partitions' k-means and the HNSW levels) and times ``--queries`` searches of ``--k`` rows, each a stored vector
 with noise added; recall is the share of the exact top ``k`` (cosine, numpy over every row) the index returns.
 
-    python -m eval.vector_index_choice --home H [--table triples] [--queries 100] [--repeats 2]
+    python -m eval.vector_index_choice --home H [--table triples] [--queries 100] [--repeats 2] [--query-ef 0 80]
 
 The figures and the machine are printed and written to ``<out>/vector-index-YYYY-MM-DD.json``.
 """
@@ -27,7 +27,7 @@ import lancedb
 import numpy as np
 from lancedb.index import HnswSq, IvfSq
 
-from engramrag.vectors.lancedb_store import ANN_EF_CONSTRUCTION, ANN_ROWS_PER_PARTITION
+from engramrag.vectors.lancedb_store import ANN_EF_CONSTRUCTION, ANN_QUERY_EF, ANN_ROWS_PER_PARTITION
 from eval.build_benchmark import machine
 
 
@@ -53,11 +53,15 @@ def exact_top(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[set[int]]
     return found
 
 
-def measure(table: Any, queries: np.ndarray, truth: list[set[int]], ids: dict[str, int], k: int) -> dict[str, float]:
+def measure(
+    table: Any, queries: np.ndarray, truth: list[set[int]], ids: dict[str, int], k: int, ef: int | None
+) -> dict[str, float]:
+    """Latency and recall of ``queries``; ``ef``: the HNSW search width (None: LanceDB's default)."""
     latencies, recalls = [], []
     for query, exact in zip(queries, truth, strict=True):
         started = time.perf_counter()
-        hits = table.search(query).distance_type("cosine").limit(k).select(["row_id", "_distance"]).to_list()
+        search = table.search(query).distance_type("cosine").limit(k)
+        hits = (search.ef(ef) if ef else search).select(["row_id", "_distance"]).to_list()
         latencies.append(time.perf_counter() - started)
         recalls.append(len({ids[hit["row_id"]] for hit in hits} & exact) / k)
     return {
@@ -67,7 +71,9 @@ def measure(table: Any, queries: np.ndarray, truth: list[set[int]], ids: dict[st
     }
 
 
-def run(home: Path, table_name: str, query_count: int, repeats: int, k: int) -> dict[str, Any]:
+def run(
+    home: Path, table_name: str, query_count: int, repeats: int, k: int, widths: list[int]
+) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="engram-vector-index-"))
     try:
         shutil.copytree(home / "lancedb" / f"{table_name}.lance", scratch / f"{table_name}.lance")
@@ -83,17 +89,20 @@ def run(home: Path, table_name: str, query_count: int, repeats: int, k: int) -> 
         picked = matrix[rng.choice(rows, query_count, replace=False)]
         queries = (picked + rng.normal(0, 0.05, picked.shape)).astype(np.float32)
         truth = exact_top(matrix, queries, k)
-        results: dict[str, Any] = {"flat scan": [measure(table, queries[:10], truth[:10], ids, k)]}
+        results: dict[str, Any] = {"flat scan": [measure(table, queries[:10], truth[:10], ids, k, None)]}
         print(f"{table_name}: {rows} rows; flat scan (10 queries): {results['flat scan'][0]}", flush=True)
         for label, config in settings(rows).items():
             results[label] = []
             for repeat in range(repeats):
                 started = time.perf_counter()
                 table.create_index("vector", config=config, replace=True)
-                figures = {"build_s": round(time.perf_counter() - started, 1)} | measure(table, queries, truth, ids, k)
+                figures: dict[str, Any] = {"build_s": round(time.perf_counter() - started, 1)}
+                for width in widths:  # 0: LanceDB's default
+                    figures[f"query_ef={width or 'default'}"] = measure(table, queries, truth, ids, k, width or None)
                 results[label].append(figures)
                 print(f"  {label} (build {repeat + 1}): {figures}", flush=True)
-        return {"table": table_name, "rows": rows, "queries": query_count, "k": k, "results": results}
+        return {"table": table_name, "rows": rows, "queries": query_count, "k": k, "query_ef": widths,
+                "results": results}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -105,11 +114,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2, help="Builds per setting (a build is randomised).")
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--query-ef", type=int, nargs="+", default=[0, ANN_QUERY_EF],
+                        help="HNSW search widths to query each index with (0: LanceDB's default).")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     info = machine()
     print(f"machine: {info}", flush=True)
-    tables = [run(args.home, name, args.queries, args.repeats, args.k) for name in args.table]
+    tables = [run(args.home, name, args.queries, args.repeats, args.k, args.query_ef) for name in args.table]
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / f"vector-index-{datetime.now(UTC).strftime('%Y-%m-%d')}.json"
     target.write_text(json.dumps({"machine": info, "home": str(args.home), "tables": tables}, indent=2))

@@ -47,10 +47,12 @@ FTS_CONFIG = FTS(
 # 50-80%), against 25-70 ms for the flat scan.
 ANN_MIN_ROWS = 10_000
 ANN_ROWS_PER_PARTITION = 100_000
-# The HNSW graph's build-time search width (LanceDB's default is 300). On the 330,021 triples of the 10,000-note
-# home (`python -m eval.vector_index_choice`), 100 built the index in a third of the time with the same share of
-# the exact top 20 within the spread between two builds of one setting; 50 lost recall.
+# The HNSW graph's search width when it is built (LanceDB's default is 300) and when it is searched. On the
+# 330,021 triples of the 10,000-note home (`python -m eval.vector_index_choice`, 100 queries, two builds each):
+# built with 300, 141-161 s and 88-90% of the exact top 20; with 100, 49-52 s and 83-86%, which a search width of 80
+# brings back to 89% for about 1 ms more a query; with 50, 42-45 s and 80-82%.
 ANN_EF_CONSTRUCTION = 100
+ANN_QUERY_EF = 80
 # When refresh_indexes optimises a table (see optimize_reason).
 MAX_SMALL_FRAGMENTS = 20
 MIN_UNINDEXED_ROWS = 2_000
@@ -151,7 +153,10 @@ class VectorStore:
         query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query_vector.shape[0] != self.dimension:
             raise ValueError(f"query vector has {query_vector.shape[0]} dimensions, the store {self.dimension}")
-        query = self.table(table).search(query_vector, vector_column_name="vector").distance_type("cosine").limit(k)
+        query = (
+            self.table(table).search(query_vector, vector_column_name="vector").distance_type("cosine").limit(k)
+            .ef(ANN_QUERY_EF)
+        )  # fmt: skip
         if where:
             query = query.where(where, prefilter=True)
         # Selecting _distance explicitly: leaving it out logs a deprecation warning per query (lancedb 0.40).
