@@ -15,7 +15,7 @@ runs (``resolve.embedding_lists``), so a run searches only the keys whose vector
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 
 import numpy as np
@@ -123,13 +123,23 @@ def _edit_pairs(table: KeyTable, floor: float, max_posting: int) -> dict[tuple[i
             full_rows.append(i)
             full_cols.append(ids.setdefault(gram, len(ids)))
     frequency = np.bincount(np.asarray(full_cols, dtype=np.int64), minlength=len(ids))
+    # Each trigram's place in the order (rarest first, then by the trigram), so a string's are sorted as integers.
+    grams_by_id = list(ids)
+    counts = frequency.tolist()
+    order = sorted(range(len(ids)), key=lambda g: (counts[g], grams_by_id[g]))
+    place = np.empty(len(ids), dtype=np.int64)
+    place[order] = np.arange(len(ids))
+    place_of = place.tolist()
     prefix_rows, prefix_cols = [], []
+    start = 0
     for i, items in enumerate(grams):
         length = len(compact[i])
         required = max(1, math.ceil((3 * floor - 2) * length + 2 - 1e-9))
-        ranked = sorted(items, key=lambda g: (frequency[ids[g]], g))[: max(1, len(items) - required + 1)]
+        ranked = sorted(full_cols[start : start + len(items)], key=place_of.__getitem__)
+        ranked = ranked[: max(1, len(items) - required + 1)]
+        start += len(items)
         prefix_rows += [i] * len(ranked)
-        prefix_cols += [ids[g] for g in ranked]
+        prefix_cols += ranked
     prefix = _incidence(prefix_rows, prefix_cols, n, len(ids))
     crowded = np.flatnonzero(np.diff(prefix.tocsc().indptr) > max_posting)
     if len(crowded):
@@ -193,10 +203,10 @@ def _embedding_pairs(table: KeyTable, config: CandidateConfig, lists: ListCache 
 def _numbered_trigrams(text: str) -> list[tuple[str, int]]:
     """Padded trigrams, repeated ones numbered so that the multiset becomes a set."""
     padded = f"\x02\x02{text}\x03\x03"
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     out = []
     for k in range(len(padded) - 2):
         gram = padded[k : k + 3]
-        seen[gram] += 1
-        out.append((gram, seen[gram]))
+        seen[gram] = count = seen.get(gram, 0) + 1
+        out.append((gram, count))
     return out
