@@ -48,9 +48,9 @@ FTS_CONFIG = FTS(
 ANN_MIN_ROWS = 10_000
 ANN_ROWS_PER_PARTITION = 100_000
 # The HNSW graph's search width when it is built (LanceDB's default is 300) and when it is searched. On the
-# 330,021 triples of the 10,000-note home (`python -m eval.vector_index_choice`, 100 queries, two builds each):
-# built with 300, 141-161 s and 88-90% of the exact top 20; with 100, 49-52 s and 83-86%, which a search width of 80
-# brings back to 89% for about 1 ms more a query; with 50, 42-45 s and 80-82%.
+# 330,021 triples of the 10,000-note home (`python -m eval.vector_index_choice --query-ef 0 80`, 100 queries, two
+# builds each): built with 300, 107-119 s and 88-92% of the exact top 20; built with 100 and searched with 80,
+# 44-48 s and 91%, at the same latency; built with 50, 34 s and 85-86%.
 ANN_EF_CONSTRUCTION = 100
 ANN_QUERY_EF = 80
 # When refresh_indexes optimises a table (see optimize_reason).
