@@ -27,7 +27,7 @@ import lancedb
 import numpy as np
 from lancedb.index import HnswSq, IvfSq
 
-from engramrag.vectors.lancedb_store import ANN_EF_CONSTRUCTION, ANN_QUERY_EF, ANN_ROWS_PER_PARTITION
+from engramrag.vectors.lancedb_store import ANN_EF_CONSTRUCTION, ANN_QUERY_EF, ANN_ROWS_PER_PARTITION, ann_config
 from eval.build_benchmark import machine
 
 
@@ -35,9 +35,7 @@ def settings(rows: int) -> dict[str, Any]:
     """The index settings compared: the one in use, LanceDB's default build width, a narrower one, and IVF_SQ."""
     partitions = max(1, rows // ANN_ROWS_PER_PARTITION)
     return {
-        f"ivf_hnsw_sq ef_construction={ANN_EF_CONSTRUCTION} (in use)": HnswSq(
-            distance_type="cosine", num_partitions=partitions, ef_construction=ANN_EF_CONSTRUCTION
-        ),
+        f"ivf_hnsw_sq ef_construction={ANN_EF_CONSTRUCTION} (in use)": ann_config(rows),
         "ivf_hnsw_sq ef_construction=300 (LanceDB default)": HnswSq(distance_type="cosine", num_partitions=partitions),
         "ivf_hnsw_sq ef_construction=50": HnswSq(distance_type="cosine", num_partitions=partitions, ef_construction=50),
         "ivf_sq sqrt(rows) partitions": IvfSq(distance_type="cosine", num_partitions=max(1, int(rows**0.5))),
