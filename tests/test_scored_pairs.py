@@ -95,22 +95,21 @@ def mention_rows(rows: list[tuple[str, str, str, int, int]]) -> pd.DataFrame:
     ).astype(object)
 
 
-def test_a_keys_digest_changes_with_what_its_rows_and_evidence_read_and_only_then() -> None:
+def test_a_keys_digest_changes_with_its_row_its_vector_and_its_inputs_and_only_then() -> None:
     base = [("d1", "Minji Park", "Person", 2, 3), ("d2", "Postgres", "Tool", 1, 1),
             ("d2", "minji park", "Person", 1, 5)]  # fmt: skip
-    stamps = {"d1": "a.md\x00h1", "d2": "b.md\x00h2"}
 
-    def digests(rows, stamps=stamps, vectors=("", "")) -> dict[str, str]:
+    def digests(rows, inputs=("i1", "i2"), vectors=("", "")) -> dict[str, str]:
         table = build_key_table(mention_rows(rows), None, None, 200)
-        return dict(zip(table.keys, key_digests(table, list(vectors), stamps), strict=True))
+        return dict(zip(table.keys, key_digests(table, list(vectors), list(inputs)), strict=True))
 
     first = digests(base)
     assert set(first) == {"minji park", "postgres"}
     assert digests(base) == first
-    # Another text for d1 (its evidence may read differently): only the key mentioned there changes.
-    changed = digests(base, {**stamps, "d1": "a.md\x00h9"})
+    # Other mention rows or documents (``resolve.stored_keys.key_inputs``, tested there): only that key changes.
+    changed = digests(base, inputs=("i9", "i2"))
     assert changed["minji park"] != first["minji park"] and changed["postgres"] == first["postgres"]
-    # A mention's line, another kind, a new vector: each changes the key's digest.
-    assert digests([(*base[0][:4], 4), *base[1:]])["minji park"] != first["minji park"]
+    # Another kind, another label shown, a new vector: each changes the key's digest.
     assert digests([*base[:1], ("d2", "Postgres", "Organization", 1, 1), base[2]])["postgres"] != first["postgres"]
+    assert digests([*base, ("d1", "POSTGRES", "Tool", 1, 1)])["postgres"] != first["postgres"]  # shown as POSTGRES
     assert digests(base, vectors=("", "v1"))["postgres"] != first["postgres"]

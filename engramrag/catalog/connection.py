@@ -61,7 +61,7 @@ def remembered_vault(home: Home) -> Path | None:
 def has_table(catalog: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether the catalog has the table (one written by a later step, or a catalog from before it existed)."""
     return bool(
-        catalog.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0]
+        catalog.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchall()[0][0]
     )
 
 
@@ -71,7 +71,7 @@ def has_column(catalog: duckdb.DuckDBPyConnection, table: str, column: str) -> b
         catalog.execute(
             "SELECT count(*) FROM information_schema.columns WHERE table_name = ? AND column_name = ?",
             [table, column],
-        ).fetchone()[0]
+        ).fetchall()[0][0]  # fetched to the end: DuckDB refuses to register a view over an unfinished result
     )
 
 

@@ -41,9 +41,13 @@ with CREATE TABLE AS from its frame, so an empty frame gave NULL-typed columns. 
 Version 10 (issue 16) gave ``supersession_candidates`` each side's ``doc_id`` and ``entity_key``, so the step that
 applies accepted supersessions reads the proposals the step before it wrote instead of computing them a second time
 (``lifecycle.revision.stored_proposals``). Rows written before have them NULL and are computed again, once.
+
+Version 11 (issue 16) added ``resolution_keys``: each stable key's row of the resolution key table with a digest of
+the mention rows and documents it was computed from (``resolve.stored_keys``), so a build computes again only the
+rows of keys whose mentions changed. A catalog without it computes every row once.
 """
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 METRICS_DEFINED_IN = 9  # a catalog below this version may hold metrics_* tables made from frames
 
 # A live document whose graphs are missing or stale for the given extractor id (one parameter).
@@ -316,6 +320,16 @@ CREATE TABLE IF NOT EXISTS resolution_candidates (
 -- not searched again.
 CREATE TABLE IF NOT EXISTS resolution_evidence (
     entity_key VARCHAR PRIMARY KEY, signature VARCHAR NOT NULL, evidence JSON NOT NULL
+);
+
+-- Resolution: each stable key's row of the key table (``resolve.keytable.KeyRow``: its label, kinds, its own
+-- declared and written aliases as compact forms, its documents) and ``inputs``, a digest of the live mention rows and
+-- documents it was computed from. Written by ``lifecycle.resolution.refresh_candidates`` with the candidates; a key
+-- whose digest is unchanged keeps its row (``resolve.stored_keys``). The meta row ``resolution_keys`` names the code
+-- the rows were computed with.
+CREATE TABLE IF NOT EXISTS resolution_keys (
+    entity_key VARCHAR PRIMARY KEY, inputs VARCHAR NOT NULL, label VARCHAR NOT NULL, kind VARCHAR NOT NULL,
+    check_kind VARCHAR NOT NULL, declared VARCHAR[] NOT NULL, written VARCHAR[] NOT NULL, documents VARCHAR[] NOT NULL
 );
 
 -- Resolution: the merges the overlay did not make (a person's distinct verdict in the way, or a kind veto).

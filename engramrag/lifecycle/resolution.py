@@ -24,15 +24,14 @@ import pandas as pd
 from engramrag.catalog.connection import catalog_writer, insert_frame, refill_table
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
-from engramrag.extract.textutil import normalise_label
 from engramrag.lifecycle.freshness import code_version
 from engramrag.resolve.blocking import blocked_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
 from engramrag.resolve.evidence import Evidence, evidence_from_json, evidence_json
-from engramrag.resolve.inputs import live_kind_counts, live_mentions, unknown_kinds
-from engramrag.resolve.keytable import build_key_table, key_kinds
+from engramrag.resolve.inputs import live_kind_counts, live_kind_totals, unknown_kinds
+from engramrag.resolve.keytable import key_kinds
 from engramrag.resolve.scored_pairs import META_KEY as PAIRS_META_KEY
 from engramrag.resolve.scored_pairs import (
     ScoredPairs,
@@ -43,6 +42,7 @@ from engramrag.resolve.scored_pairs import (
     plan_scoring,
     trusted_token,
 )
+from engramrag.resolve.stored_keys import key_mention_lists, live_label_keys, update_key_table, write_key_rows
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
@@ -100,31 +100,33 @@ def refresh_candidates(
     ``search_all`` (the consistency pass): every key's nearest keys are searched again, none kept from the last run.
     """
     candidate_config = candidate_config or CandidateConfig()
+    code = code_version()
     with catalog_writer(home, config.bucket_count) as catalog:
-        mentions = live_mentions(catalog)
-        documents = catalog.execute(
-            "SELECT doc_id, path, text, front_matter, body_hash FROM documents WHERE NOT gone ORDER BY path"
-        ).df()
+        labels = live_label_keys(catalog)
+        kind_totals = live_kind_totals(catalog)
         recorded = catalog.execute("SELECT value FROM meta WHERE key = ?", [PAIRS_META_KEY]).fetchone()
         rows = catalog.execute("SELECT count(*) FROM resolution_candidates").fetchone()[0]
-    vectors = _key_vectors(home, embedder, mentions)
+    vectors = _key_vectors(home, embedder, labels)
+    whole = "consistency pass" if search_all else None
+    with catalog_writer(home, config.bucket_count) as catalog:
+        update = update_key_table(catalog, labels, vectors, candidate_config.max_posting, code, whole)
+    table = update.table
     lists = ListCache(None if search_all else NeighbourLists.load(home.resolution_path))
-    table = build_key_table(mentions, documents, vectors, candidate_config.max_posting)
     blocked = sorted(blocked_pairs(table, candidate_config, lists).items())
     left = np.fromiter((i for (i, _j), _edit in blocked), dtype=np.int64, count=len(blocked))
     right = np.fromiter((j for (_i, j), _edit in blocked), dtype=np.int64, count=len(blocked))
-    stamps = {str(d): f"{p}\x00{h}" for d, p, h in documents[["doc_id", "path", "body_hash"]].itertuples(index=False)}
     with_vectors = table.vectors is not None and table.has_vector is not None
     vectors_seen = vector_digests(table.vectors, table.has_vector) if with_vectors else [""] * len(table.keys)
-    digests = key_digests(table, vectors_seen, stamps)
+    digests = key_digests(table, vectors_seen, update.inputs)
     settings = _scoring_settings(candidate_config, judge)
     previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))
-    whole = "consistency pass" if search_all else None
     plan = plan_scoring(previous, table.keys, digests, left, right, settings, whole)
     scored = [blocked[p] for p in np.flatnonzero(plan.score).tolist()]
     asked = None if plan.whole else {table.keys[k] for (i, j), _ in scored for k in (i, j)}
     with catalog_writer(home, config.bucket_count) as catalog:
         known = _known_evidence(catalog, asked)
+        table.mentions = key_mention_lists(catalog, labels, asked)
+        documents = _evidence_documents(catalog, table.mentions)
     quoted: dict[str, tuple[str, tuple]] = {}
     candidates = score_pairs(table, scored, candidate_config, documents, known, quoted)
     reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
@@ -139,6 +141,7 @@ def refresh_candidates(
     with catalog_writer(home, config.bucket_count) as catalog:
         catalog.execute("BEGIN")
         _write_candidates(catalog, plan, frame, evidence)
+        write_key_rows(catalog, update, code)
         total, vetoed, automatic = catalog.execute(
             "SELECT count(*), coalesce(sum(vetoed::INTEGER), 0), "
             "coalesce(sum((auto_merge AND NOT vetoed)::INTEGER), 0) FROM resolution_candidates"
@@ -154,7 +157,7 @@ def refresh_candidates(
         vetoed=int(vetoed),
         automatic=int(automatic),
         judged=len(verdicts),
-        unknown_kinds=unknown_kinds(_kind_counts(mentions)),
+        unknown_kinds=unknown_kinds(kind_totals),
         evidence_quoted=len(quoted) - reused,
         evidence_reused=reused,
         embedding_searched=lists.update.searched if lists.update else 0,
@@ -201,11 +204,21 @@ def _write_candidates(
         insert_frame(catalog, "resolution_evidence", evidence)
 
 
-def _kind_counts(mentions: pd.DataFrame) -> pd.DataFrame:
-    """The mention rows grouped by (kind, core_kind) with their number in ``rows``: what ``unknown_kinds`` reads."""
-    if not len(mentions):
-        return mentions
-    return mentions.groupby(["kind", "core_kind"], dropna=False, sort=False).size().reset_index(name="rows")
+def _evidence_documents(
+    catalog: duckdb.DuckDBPyConnection, mentions: dict[str, list[tuple[str, str, int | None, int]]]
+) -> pd.DataFrame:
+    """doc_id, path and text of the documents the given mention lists are in: what evidence is quoted from."""
+    wanted = pd.DataFrame({"doc_id": sorted({row[0] for rows in mentions.values() for row in rows})}, dtype=object)
+    if not len(wanted):
+        return pd.DataFrame({"doc_id": [], "path": [], "text": []}, dtype=object)
+    catalog.register("evidence_documents", wanted)
+    try:
+        return catalog.execute(
+            "SELECT doc_id, path, text FROM documents WHERE doc_id IN (SELECT doc_id FROM evidence_documents) "
+            "ORDER BY path"
+        ).df()
+    finally:
+        catalog.unregister("evidence_documents")
 
 
 def _known_evidence(
@@ -277,13 +290,13 @@ def refresh_overlay(
     return summary, clustering
 
 
-def _key_vectors(home: Home, embedder: Embedder, mentions: pd.DataFrame) -> dict[str, np.ndarray]:
-    """One label vector per stable key (the first mention's; labels of one key differ only in case or spacing)."""
+def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One label vector per stable key (the first mentioned label's; labels of one key differ only in case or
+    spacing). ``labels``: label and key, in first-mention order (``resolve.stored_keys.live_label_keys``)."""
     stored = VectorStore.for_home(home, embedder).label_vectors()
     vectors: dict[str, np.ndarray] = {}
-    for label in pd.unique(mentions["label"].to_numpy(dtype=object)):  # in first-mention order, once each
-        key = normalise_label(label)
-        if key and key not in vectors and label in stored:
+    for label, key in labels[["label", "key"]].itertuples(index=False):
+        if key not in vectors and label in stored:
             vector = stored[label]
             norm = float(np.linalg.norm(vector))
             if norm > 0:

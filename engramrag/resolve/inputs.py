@@ -47,6 +47,18 @@ def live_kind_counts(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     ).df().astype(object)
 
 
+def live_kind_totals(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The live mentions grouped by (kind, core_kind), with how many mention rows each group has in ``rows``: what
+    ``unknown_kinds`` reads."""
+    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
+    return catalog.execute(
+        f"""
+        SELECT e.kind, {core}, count(*) AS rows
+        FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
+        """
+    ).df().astype(object)
+
+
 def mention_core_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> list[str | None]:
     """Per mention row, the core kind it is compared as: the ``core_kind`` its extraction recorded, else its kind's
     own (a core kind, or a custom kind in ``custom_kinds``); None when the kind is unknown (compared as Concept)."""

@@ -11,7 +11,7 @@ scorer then work on row numbers of this table and never look at the mention rows
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -54,7 +54,24 @@ class KeyTable:
     numbers: list[tuple[str, ...]]  # the digit runs of each key
     vectors: np.ndarray | None  # unit rows aligned with keys; zero rows where absent
     has_vector: np.ndarray | None
-    mentions: dict[str, list[tuple[str, str, int | None, int]]]  # key -> (doc_id, label, first_line, mentions)
+    # key -> (doc_id, label, first_line, mentions), most mentioned first: every key's when built from all mention
+    # rows, only the keys a run quotes evidence for when assembled from stored rows (``resolve.stored_keys``)
+    mentions: dict[str, list[tuple[str, str, int | None, int]]]
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    """What one stable key's own mention rows (and its notes' front matter) say of it: a function of those rows
+    alone, so a key whose rows did not change keeps its row. File-name aliases and the generic aliases depend on
+    other keys too and are added when the table is assembled (``assemble_key_table``)."""
+
+    key: str
+    label: str
+    kind: str
+    check_kind: str
+    declared: frozenset[str]  # compact forms of the title rows' and front-matter aliases (file names not included)
+    written: frozenset[str]
+    documents: frozenset[str]
 
 
 def build_key_table(
@@ -67,6 +84,23 @@ def build_key_table(
     """The table of the stable keys of ``mentions`` (see ``find_candidates`` for the columns). An alias owned by
     more than ``max_posting`` keys is generic and does not count as a shared alias. ``custom_kinds`` declares custom
     kinds for mention rows that do not carry their ``core_kind``."""
+    rows, mention_lists, title_key = key_rows(mentions, documents, custom_kinds)
+    titled = []
+    if documents is not None and len(documents) and "path" in documents.columns:
+        titled = [
+            (str(path), title_key[str(doc_id)])
+            for doc_id, path in documents[["doc_id", "path"]].itertuples(index=False)
+            if str(doc_id) in title_key and path
+        ]
+    return assemble_key_table(rows, file_name_aliases(titled), vectors, max_posting, mention_lists)
+
+
+def key_rows(
+    mentions: pd.DataFrame, documents: pd.DataFrame | None, custom_kinds: Mapping[str, str] | None = None
+) -> tuple[list[KeyRow], dict[str, list[tuple[str, str, int | None, int]]], dict[str, str]]:
+    """The rows of the stable keys of ``mentions`` in sorted key order, each key's mention list, and the key of
+    each document's title row (doc_id -> key). ``mentions`` must hold every row of each of its keys; ``documents``
+    (doc_id, and ``aliases`` or ``front_matter``) gives the declared aliases of the notes titled by those keys."""
     rows = _MentionColumns(mentions, custom_kinds)
     keys = rows.keys
     declared_raw: dict[str, set[str]] = defaultdict(set)
@@ -78,26 +112,71 @@ def build_key_table(
         declared_raw[key].update(strings(rows.aliases[i]))
     for i in np.flatnonzero(rows.has_aliases & ~rows.is_title).tolist():
         written_raw[keys[rows.key_index[i]]].update(strings(rows.aliases[i]))
-
     if documents is not None and len(documents):
-        _declare_from_documents(documents, title_key, declared_raw)
+        _declare_from_front_matter(documents, title_key, declared_raw)
+    labels = rows.display_labels()
+    kinds = [dominant_kind(counts) for counts in rows.counters(rows.kind_codes, rows.kind_names)]
+    check_kinds = [comparable_kind(counts) for counts in rows.counters(rows.core_codes, rows.core_names)]
+    found = [
+        KeyRow(
+            key=key,
+            label=labels[i],
+            kind=kinds[i],
+            check_kind=check_kinds[i],
+            declared=_compact_set(declared_raw.get(key, ())),
+            written=_compact_set(written_raw.get(key, ())),
+            documents=documents_of,
+        )
+        for i, (key, documents_of) in enumerate(zip(keys, rows.documents(), strict=True))
+    ]
+    return found, rows.mention_lists(), title_key
 
+
+def mention_lists(mentions: pd.DataFrame) -> dict[str, list[tuple[str, str, int | None, int]]]:
+    """Per stable key of ``mentions``, its rows (doc_id, label, first_line, mentions), most mentioned first."""
+    return _MentionColumns(mentions, None).mention_lists()
+
+
+def file_name_aliases(titled: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """Per key, the file names (stems) of the notes it titles, from (path, title key) of every live note: the
+    target of ``[[minji-park]]`` is the note titled "Minji Park". A file name two notes share is ambiguous and
+    declares nothing."""
+    stems: dict[str, set[str]] = defaultdict(set)
+    for path, key in titled:
+        stems[PurePosixPath(str(path)).stem].add(key)
+    declared: dict[str, set[str]] = defaultdict(set)
+    for stem, owners in stems.items():
+        if len(owners) == 1:
+            declared[next(iter(owners))].add(stem)
+    return declared
+
+
+def assemble_key_table(
+    rows: Sequence[KeyRow],
+    file_names: Mapping[str, set[str]],
+    vectors: Mapping[str, np.ndarray] | None,
+    max_posting: int,
+    mentions: dict[str, list[tuple[str, str, int | None, int]]] | None = None,
+) -> KeyTable:
+    """The key table of ``rows`` (sorted by key) with each key's file-name aliases, the generic aliases (owned by
+    more than ``max_posting`` keys) left out of the shared-alias names, and the label vectors."""
+    keys = [row.key for row in rows]
     compact = [COMPACT_DROP.sub("", key) for key in keys]
-    declared = [{c for c in map(compact_form, declared_raw.get(key, ())) if c} for key in keys]
-    written = [{c for c in map(compact_form, written_raw.get(key, ())) if c} for key in keys]
+    declared = [set(row.declared) | _compact_set(file_names.get(row.key, ())) for row in rows]
+    written = [set(row.written) for row in rows]
     owners = Counter(alias for i in range(len(keys)) for alias in declared[i] | written[i])
     generic = {alias for alias, count in owners.items() if count > max_posting}
     words = [tuple(WORD.findall(key)) for key in keys]
     matrix, present = _vector_matrix(keys, vectors)
     return KeyTable(
         keys=keys,
-        labels=rows.display_labels(),
-        kinds=[dominant_kind(counts) for counts in rows.counters(rows.kind_codes, rows.kind_names)],
-        check_kinds=[comparable_kind(counts) for counts in rows.counters(rows.core_codes, rows.core_names)],
+        labels=[row.label for row in rows],
+        kinds=[row.kind for row in rows],
+        check_kinds=[row.check_kind for row in rows],
         compact=compact,
         words=words,
         tokens=[frozenset(w) for w in words],
-        documents=rows.documents(),
+        documents=[row.documents for row in rows],
         declared=declared,
         written=written,
         names=[frozenset((declared[i] | written[i]) - generic) for i in range(len(keys))],
@@ -105,8 +184,12 @@ def build_key_table(
         numbers=[tuple(DIGITS.findall(form)) for form in compact],
         vectors=matrix,
         has_vector=present,
-        mentions=rows.mention_lists(),
+        mentions=mentions if mentions is not None else {},
     )
+
+
+def _compact_set(aliases: Iterable[str]) -> frozenset[str]:
+    return frozenset(c for c in map(compact_form, aliases) if c)
 
 
 class _MentionColumns:
@@ -223,23 +306,16 @@ def key_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = N
     return {key: comparable_kind(counts[key]) for key in sorted(counts)}
 
 
-def _declare_from_documents(documents: pd.DataFrame, title_key: dict[str, str], declared: dict[str, set[str]]):
-    """Front-matter aliases and file names of notes, declared for the key of the note's title."""
-    stems: dict[str, set[str]] = defaultdict(set)
-    for record in documents.to_dict("records"):
-        doc_id = str(record["doc_id"])
-        key = title_key.get(doc_id)
-        if key is None:
-            continue
-        if "aliases" in record:
-            declared[key].update(strings(record["aliases"]))
-        elif "front_matter" in record:
-            declared[key].update(front_matter_aliases(record["front_matter"]))
-        if record.get("path"):
-            stems[PurePosixPath(str(record["path"])).stem].add(key)
-    for stem, owners in stems.items():
-        if len(owners) == 1:  # two notes with one file name: the link target is ambiguous
-            declared[next(iter(owners))].add(stem)
+def _declare_from_front_matter(documents: pd.DataFrame, title_key: dict[str, str], declared: dict[str, set[str]]):
+    """Front-matter aliases of notes, declared for the key of the note's title."""
+    present = [name for name in ("aliases", "front_matter") if name in documents.columns]
+    if not present:
+        return
+    column = present[0]
+    for doc_id, value in documents[["doc_id", column]].itertuples(index=False):
+        key = title_key.get(str(doc_id))
+        if key is not None:
+            declared[key].update(strings(value) if column == "aliases" else front_matter_aliases(value))
 
 
 def _vector_matrix(keys: list[str], vectors: Mapping[str, np.ndarray] | None):

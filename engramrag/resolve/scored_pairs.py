@@ -3,7 +3,7 @@
 A candidate row is a function of its two keys' rows in the key table (and of the settings and the code), so a pair
 whose two keys kept their rows keeps its row. Kept between runs in ``<home>/resolution/scored_pairs.npz``: the keys,
 a digest of each key's row (everything the scorer and the evidence read of it: labels, kinds, aliases, vector, and
-its mention rows with the path and text hash of their documents), and the pairs the blocking proposed. A run then
+the digest of its mention rows and their documents' paths and texts), and the pairs the blocking proposed. A run then
 scores the blocked pairs that touch a changed key, and the pairs the blocking proposes now but did not then (a
 posting list that fell under its cap, a nearest-key list that changed); it deletes the stored rows of changed and
 gone keys and of unchanged pairs no longer proposed; every other row stays as it is.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,20 +100,15 @@ class ScoringPlan:
         return int((~self.score).sum())
 
 
-def key_digests(table: KeyTable, vector_digests: list[str], stamps: Mapping[str, str]) -> list[str]:
-    """Per key of ``table``, a digest of everything a candidate row reads of it. ``stamps``: per doc_id, what its
-    evidence is quoted from (its path and text hash); the key's words, compact form, acronyms and numbers are
-    functions of the key itself."""
+def key_digests(table: KeyTable, vector_digests: list[str], inputs: list[str]) -> list[str]:
+    """Per key of ``table``, a digest of everything a candidate row reads of it. ``inputs``: per key, a digest of
+    its mention rows and of the documents its evidence is quoted from (``resolve.stored_keys.key_inputs``); the
+    key's words, compact form, acronyms and numbers are functions of the key itself."""
     digests = []
-    for i, key in enumerate(table.keys):
-        digest = hashlib.blake2b(digest_size=16)
+    for i in range(len(table.keys)):
         fields = (table.labels[i], table.kinds[i], table.check_kinds[i], sorted(table.declared[i]),
-                  sorted(table.written[i]), sorted(table.names[i]), vector_digests[i])  # fmt: skip
-        digest.update(repr(fields).encode("utf-8", "surrogatepass"))
-        for doc_id, label, first_line, count in table.mentions[key]:
-            digest.update(f"\x1f{doc_id}\x1e{label}\x1e{first_line}\x1e{count}\x1e{stamps.get(doc_id, '-')}".encode(
-                "utf-8", "surrogatepass"))  # fmt: skip
-        digests.append(digest.hexdigest())
+                  sorted(table.written[i]), sorted(table.names[i]), vector_digests[i], inputs[i])  # fmt: skip
+        digests.append(hashlib.blake2b(repr(fields).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest())
     return digests
 
 

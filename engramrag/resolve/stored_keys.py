@@ -1,0 +1,182 @@
+"""The key table kept in the catalog between runs, so that an edit computes only the rows of the keys it touched.
+
+A key's row (``resolve.keytable.KeyRow``) is a function of its own live mention rows and of the documents they are
+in, so each run first asks the catalog for a digest of those inputs per key (one aggregate query; nothing leaves
+DuckDB but the digests) and computes rows only for keys whose digest differs from the stored one: their mention rows
+are read by label, every other row comes back from ``resolution_keys``. The parts of the table that depend on other
+keys (the notes' file names, which declare an alias only when one note has that name; the generic aliases; the
+vectors) are cheap and computed whole by ``assemble_key_table`` at every run, so the table equals one built from
+every mention row (``tests/test_stored_keys.py`` compares them).
+
+The digest covers, per mention row: its document, entity key, label, kind, core kind, aliases, count and first
+line, the document's path and text hash, and for a note's title row the note's front matter. Rows computed with
+other code (the meta row ``resolution_keys``) are all computed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from engramrag.catalog.connection import has_column, insert_frame
+from engramrag.extract.builder import DOCUMENT_KEY
+from engramrag.extract.textutil import normalise_label
+from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, file_name_aliases, key_rows, mention_lists
+
+META_KEY = "resolution_keys"
+KEY_ROW_COLUMNS = ("entity_key", "inputs", "label", "kind", "check_kind", "declared", "written", "documents")
+_LABELS_VIEW = "resolution_label_keys"
+_LIVE = f"entities e JOIN documents d USING (doc_id) JOIN {_LABELS_VIEW} k ON k.label = e.label WHERE NOT d.gone"
+
+
+@dataclass(frozen=True)
+class KeyTableUpdate:
+    """This run's key table and what changed in the stored rows."""
+
+    table: KeyTable
+    inputs: list[str]  # per key of the table, the digest of its mention rows and documents
+    fresh: list[KeyRow]  # rows computed this run (new keys, keys whose inputs changed)
+    removed: list[str]  # stored keys whose row goes: gone, or computed again
+    whole: str | None  # why every row was computed, or None when only changed keys' were
+
+
+def live_label_keys(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """``label`` and its stable ``key``, for every label of the live mentions whose key is not empty, in the order
+    labels are first mentioned (by document, then entity key): the order the label vectors are chosen in."""
+    labels = [
+        row[0]
+        for row in catalog.execute(
+            "SELECT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone "
+            "GROUP BY e.label ORDER BY min(e.doc_id || chr(0) || e.entity_key), e.label"
+        ).fetchall()
+    ]
+    frame = pd.DataFrame({"label": labels, "key": [normalise_label(label) for label in labels]}, dtype=object)
+    return frame[frame["key"] != ""].reset_index(drop=True)
+
+
+def key_inputs(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> dict[str, str]:
+    """Per stable key, a digest of its live mention rows and of the documents they are in (two 64-bit hash sums:
+    independent of row order, computed inside DuckDB)."""
+    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL"
+    row = f"""concat_ws(chr(30), e.doc_id, e.entity_key, e.label, e.kind, coalesce({core}, chr(0)),
+        coalesce(e.aliases::VARCHAR, chr(0)), e.mentions::VARCHAR, coalesce(e.first_line::VARCHAR, chr(0)), d.path,
+        d.body_hash, CASE WHEN e.entity_key = '{DOCUMENT_KEY}' THEN coalesce(d.front_matter::VARCHAR, chr(0)) END)"""
+    with _registered(catalog, labels):
+        found = catalog.execute(
+            f"SELECT k.key, count(*), sum(hash({row})), sum(hash({row}, 1)) FROM {_LIVE} GROUP BY k.key"
+        ).fetchall()
+    return {key: f"{count}:{first}:{second}" for key, count, first, second in found}
+
+
+def update_key_table(
+    catalog: duckdb.DuckDBPyConnection,
+    labels: pd.DataFrame,
+    vectors: Mapping[str, np.ndarray] | None,
+    max_posting: int,
+    code: str,
+    whole: str | None = None,
+) -> KeyTableUpdate:
+    """The key table of the live mentions (``labels`` from ``live_label_keys``), its rows computed only for keys
+    whose inputs changed since the stored ones were (every key's when ``whole`` gives a reason, when nothing is
+    stored, or when the stored rows were computed by other ``code``). ``mentions`` of the table holds the mention
+    lists of the keys computed this run only."""
+    inputs = key_inputs(catalog, labels)
+    stored_code = next(iter(catalog.execute("SELECT value FROM meta WHERE key = ?", [META_KEY]).fetchall()), None)
+    if whole is None:
+        whole = "nothing stored" if stored_code is None else "code changed" if stored_code[0] != code else None
+    stored = {} if whole else _stored_rows(catalog)
+    changed = sorted(key for key, digest in inputs.items() if key not in stored or stored[key][0] != digest)
+    mentions = mentions_of_keys(catalog, labels, changed)
+    fresh, lists, _titles = key_rows(mentions, _front_matter(catalog, mentions))
+    rows = {key: row for key, (_digest, row) in stored.items() if key in inputs} | {row.key: row for row in fresh}
+    ordered = [rows[key] for key in sorted(rows)]
+    table = assemble_key_table(ordered, file_name_aliases(_titled_notes(catalog, labels)), vectors, max_posting, lists)
+    computed = {row.key for row in fresh}
+    removed = sorted(key for key in stored if key not in inputs or key in computed)
+    return KeyTableUpdate(table, [inputs[key] for key in table.keys], fresh, removed, whole)
+
+
+def write_key_rows(catalog: duckdb.DuckDBPyConnection, update: KeyTableUpdate, code: str) -> None:
+    """Inside the caller's transaction: the rows ``update`` computed replace the stored ones (all of them when it
+    computed every row), and the meta row names ``code``."""
+    if update.whole:
+        catalog.execute("DELETE FROM resolution_keys")
+    elif update.removed:
+        catalog.register("removed_keys", pd.DataFrame({"key": update.removed}, dtype=object))
+        catalog.execute("DELETE FROM resolution_keys WHERE entity_key IN (SELECT key FROM removed_keys)")
+        catalog.unregister("removed_keys")
+    digest_of = dict(zip(update.table.keys, update.inputs, strict=True))
+    frame = pd.DataFrame(
+        [
+            (row.key, digest_of[row.key], row.label, row.kind, row.check_kind, sorted(row.declared),
+             sorted(row.written), sorted(row.documents))
+            for row in update.fresh
+        ],
+        columns=list(KEY_ROW_COLUMNS),
+    )  # fmt: skip
+    insert_frame(catalog, "resolution_keys", frame)
+    catalog.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [META_KEY, code])
+
+
+def mentions_of_keys(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, keys: list[str] | None) -> pd.DataFrame:
+    """The live mention rows (as ``resolve.inputs.live_mentions`` has them) of ``keys`` (of every key when None)."""
+    chosen = labels if keys is None else labels[labels["key"].isin(set(keys))]
+    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
+    with _registered(catalog, chosen):
+        return catalog.execute(
+            f"SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line, {core} "
+            f"FROM {_LIVE} ORDER BY e.doc_id, e.entity_key"
+        ).df().astype(object)
+
+
+def key_mention_lists(
+    catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, keys: set[str] | None
+) -> dict[str, list[tuple[str, str, int | None, int]]]:
+    """The mention lists (``KeyTable.mentions``) of ``keys``, of every key when None."""
+    return mention_lists(mentions_of_keys(catalog, labels, None if keys is None else sorted(keys)))
+
+
+def _stored_rows(catalog: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, KeyRow]]:
+    found = catalog.execute(f"SELECT {', '.join(KEY_ROW_COLUMNS)} FROM resolution_keys").fetchall()
+    return {
+        key: (inputs, KeyRow(key, label, kind, check_kind, frozenset(declared), frozenset(written),
+                             frozenset(documents)))
+        for key, inputs, label, kind, check_kind, declared, written, documents in found
+    }  # fmt: skip
+
+
+def _front_matter(catalog: duckdb.DuckDBPyConnection, mentions: pd.DataFrame) -> pd.DataFrame:
+    """doc_id and front_matter of the notes titled by the given mention rows."""
+    titled = mentions.loc[mentions["entity_key"] == DOCUMENT_KEY, ["doc_id"]].drop_duplicates()
+    if not len(titled):
+        return pd.DataFrame({"doc_id": [], "front_matter": []}, dtype=object)
+    catalog.register("titled_documents", titled)
+    try:
+        return catalog.execute(
+            "SELECT doc_id, front_matter FROM documents WHERE doc_id IN (SELECT doc_id FROM titled_documents)"
+        ).df()
+    finally:
+        catalog.unregister("titled_documents")
+
+
+def _titled_notes(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> list[tuple[str, str]]:
+    """(path, title key) of every live note with a title row."""
+    with _registered(catalog, labels):
+        return catalog.execute(
+            f"SELECT d.path, k.key FROM {_LIVE} AND e.entity_key = ? AND d.path <> ''", [DOCUMENT_KEY]
+        ).fetchall()
+
+
+@contextmanager
+def _registered(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> Iterator[None]:
+    """``labels`` (label, key) registered as the view the queries join mentions by."""
+    catalog.register(_LABELS_VIEW, labels[["label", "key"]])
+    try:
+        yield
+    finally:
+        catalog.unregister(_LABELS_VIEW)

@@ -1,0 +1,163 @@
+"""The key table kept in the catalog: after each change, the table assembled from stored and recomputed rows equals
+the one built from every mention row, and only the keys the change touched are recomputed. A real DuckDB catalog in a
+temporary home, no build."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pandas as pd
+import pytest
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.resolve.inputs import live_mentions
+from engramrag.resolve.keytable import KeyTable, build_key_table
+from engramrag.resolve.stored_keys import KeyTableUpdate, key_inputs, live_label_keys, update_key_table, write_key_rows
+from engramrag.store import Home
+
+MAX_POSTING = 1  # an alias two keys own is generic: the shared-alias names must be recomputed across keys
+
+
+def document(doc_id: str, path: str, body: str, aliases: list[str] | None = None, gone: bool = False) -> tuple:
+    front_matter = json.dumps({"aliases": aliases}) if aliases is not None else None
+    return (doc_id, path, 0, None, None, False, f"h-{body}", len(body), 0, body, front_matter, None, gone)
+
+
+def mention(doc_id: str, entity_key: str, label: str, kind: str, count: int = 1, aliases: list[str] | None = None):
+    return (doc_id, entity_key, label, kind, aliases or [], count, 1, None)
+
+
+class Vault:
+    """The catalog's documents and entities, rewritten whole at each step as a build would leave them."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self.documents: dict[str, tuple] = {}
+        self.mentions: dict[str, list[tuple]] = {}
+
+    def put(self, doc: tuple, rows: list[tuple]) -> None:
+        self.documents[doc[0]] = doc
+        self.mentions[doc[0]] = rows
+
+    def write(self) -> None:
+        with catalog_writer(self.home, 4) as catalog:
+            catalog.execute("DELETE FROM documents")
+            catalog.execute("DELETE FROM entities")
+            docs = pd.DataFrame(list(self.documents.values()), columns=[
+                "doc_id", "path", "bucket", "title", "author", "agent_authored", "body_hash", "size_bytes", "mtime_ns",
+                "text", "front_matter", "seen_run", "gone"])  # fmt: skip
+            catalog.register("new_documents", docs)
+            catalog.execute(f"INSERT INTO documents ({', '.join(docs.columns)}) SELECT * FROM new_documents")
+            rows = pd.DataFrame([row for rows in self.mentions.values() for row in rows], columns=[
+                "doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line", "core_kind"])  # fmt: skip
+            catalog.register("new_entities", rows)
+            catalog.execute(f"INSERT INTO entities ({', '.join(rows.columns)}) SELECT * FROM new_entities")
+
+    def update(self, code: str = "code-1") -> tuple[KeyTableUpdate, KeyTable]:
+        """One run: the stored table brought up to date (and written back), and the table built from scratch."""
+        self.write()
+        with catalog_writer(self.home, 4) as catalog:
+            labels = live_label_keys(catalog)
+            update = update_key_table(catalog, labels, None, MAX_POSTING, code)
+            catalog.execute("BEGIN")
+            write_key_rows(catalog, update, code)
+            catalog.execute("COMMIT")
+            mentions = live_mentions(catalog)
+            documents = catalog.execute("SELECT doc_id, path, front_matter FROM documents WHERE NOT gone").df()
+        return update, build_key_table(mentions, documents, None, MAX_POSTING)
+
+
+def assert_same_table(update: KeyTableUpdate, full: KeyTable) -> None:
+    for field in fields(KeyTable):
+        if field.name in ("mentions", "vectors", "has_vector"):
+            continue
+        assert getattr(update.table, field.name) == getattr(full, field.name), field.name
+    for row in update.fresh:  # the keys computed this run come with their mention lists, as a full build has them
+        assert update.table.mentions[row.key] == full.mentions[row.key]
+
+
+def recomputed(update: KeyTableUpdate) -> set[str]:
+    return {row.key for row in update.fresh}
+
+
+@pytest.fixture()
+def vault(tmp_path) -> Vault:
+    vault = Vault(Home.at(tmp_path / "home"))
+    vault.put(document("d1", "people/minji-park.md", "one", aliases=["박민지", "MP"]), [
+        mention("d1", "doc", "Minji Park", "Document"), mention("d1", "e1", "Postgres", "Tool", 3),
+        mention("d1", "e2", "Falcon", "Project")])  # fmt: skip
+    vault.put(document("d2", "notes/stack.md", "two"), [
+        mention("d2", "doc", "Stack", "Document"), mention("d2", "e1", "postgres", "Tool"),
+        mention("d2", "e2", "Lance DB", "Tool", aliases=["lance"]), mention("d2", "e3", "minji park", "Person", 2)])
+    vault.put(document("d3", "notes/lancedb.md", "three", aliases=["MP"]), [
+        mention("d3", "doc", "LanceDB", "Document"), mention("d3", "e1", "ADR-0001", "Decision")])  # fmt: skip
+    return vault
+
+
+def test_the_stored_table_equals_a_full_one_after_each_change_and_only_touched_keys_are_recomputed(vault):
+    first, full = vault.update()
+    assert first.whole == "nothing stored"
+    assert_same_table(first, full)
+    assert recomputed(first) == set(full.keys)
+    assert "mp" not in full.names[full.keys.index("minji park")]  # "MP" is declared by two notes: generic
+
+    unchanged, full = vault.update()
+    assert unchanged.whole is None and unchanged.fresh == [] and unchanged.removed == []
+    assert_same_table(unchanged, full)
+
+    # An edit of d2 (one count): the keys mentioned there and only they.
+    vault.put(vault.documents["d2"], [*vault.mentions["d2"][:3], mention("d2", "e3", "minji park", "Person", 5)])
+    edited, full = vault.update()
+    assert recomputed(edited) == {"minji park"}
+    assert_same_table(edited, full)
+
+    # The front matter of d3 changes (its text does not): only its title key; "MP" stops being generic for the other.
+    vault.put(document("d3", "notes/lancedb.md", "three", aliases=["LDB"]), vault.mentions["d3"])
+    front, full = vault.update()
+    assert recomputed(front) == {"lancedb"}
+    assert_same_table(front, full)
+    assert "mp" in full.names[full.keys.index("minji park")]
+
+    # A new note with d1's file name: "minji-park" no longer declares anything, though no row of that key changed.
+    vault.put(document("d4", "archive/minji-park.md", "four"), [mention("d4", "doc", "Old Profile", "Document")])
+    named, full = vault.update()
+    assert recomputed(named) == {"old profile"}
+    assert_same_table(named, full)
+    assert "minjipark" not in full.declared[full.keys.index("minji park")]
+
+    # d2 is deleted: its only keys go, the keys it shared are recomputed.
+    vault.put(document("d2", "notes/stack.md", "two", gone=True), vault.mentions["d2"])
+    deleted, full = vault.update()
+    assert set(deleted.removed) == {"stack", "lance db", "postgres", "minji park"}
+    assert recomputed(deleted) == {"postgres", "minji park"}
+    assert_same_table(deleted, full)
+
+    # Other code: every row again.
+    recoded, full = vault.update(code="code-2")
+    assert recoded.whole == "code changed" and recomputed(recoded) == set(full.keys)
+    assert_same_table(recoded, full)
+
+
+def test_a_keys_inputs_change_with_its_mention_rows_and_documents_and_only_then(vault):
+    vault.write()
+
+    def inputs() -> dict[str, str]:
+        with catalog_writer(vault.home, 4) as catalog:
+            return key_inputs(catalog, live_label_keys(catalog))
+
+    first = inputs()
+    assert set(first) == {"minji park", "postgres", "falcon", "stack", "lance db", "lancedb", "adr-0001"}
+    assert inputs() == first
+    # d3's text changes (its evidence would read differently): only the keys mentioned in d3.
+    vault.put(document("d3", "notes/lancedb.md", "three, edited", aliases=["MP"]), vault.mentions["d3"])
+    vault.write()
+    changed = {key for key, digest in inputs().items() if digest != first[key]}
+    assert changed == {"lancedb", "adr-0001"}
+    # A moved note, a written alias, a first line: each changes the keys of that row only.
+    vault.put(document("d1", "people/minji.md", "one", aliases=["박민지", "MP"]), vault.mentions["d1"])
+    vault.put(vault.documents["d2"], [*vault.mentions["d2"][:2], mention("d2", "e2", "Lance DB", "Tool")])
+    vault.write()
+    now = inputs()
+    assert {key for key in first if now[key] != first[key]} == {
+        "minji park", "postgres", "falcon", "lancedb", "adr-0001", "lance db"}  # fmt: skip
