@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -59,11 +59,11 @@ class KeyTable:
     mentions: dict[str, list[tuple[str, str, int | None, int]]]
 
 
-@dataclass(frozen=True)
-class KeyRow:
+class KeyRow(NamedTuple):
     """What one stable key's own mention rows (and its notes' front matter) say of it: a function of those rows
     alone, so a key whose rows did not change keeps its row. File-name aliases and the generic aliases depend on
-    other keys too and are added when the table is assembled (``assemble_key_table``)."""
+    other keys too and are added when the table is assembled (``assemble_key_table``). A named tuple: a run reads
+    every stored row back, and tuples are built several times faster than frozen dataclasses."""
 
     key: str
     label: str
