@@ -47,6 +47,8 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
             "pairs_scored": summary.pairs_scored,
             "pairs_kept": summary.pairs_kept,
             "keys_changed": summary.keys_changed,
+            "key_rows_computed": summary.key_rows_computed,
+            "surface_pairs_kept": summary.surface_pairs_kept,
             "scored_whole": summary.scored_whole or "no: only pairs touching changed keys, and new pairs",
             "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
         }

@@ -134,6 +134,7 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     assert candidates["scored_whole"].startswith("no")
     assert 0 < candidates["keys_changed"] < candidates["keys"] / 5
     assert 0 < candidates["pairs_scored"] < candidates["pairs_kept"] / 3
+    assert 0 < candidates["key_rows_computed"] <= candidates["keys_changed"]  # the other key rows were read back
     # A person's accepted supersession: only the steps reading supersession verdicts run again.
     accepted = by_step["accepted supersession"]
     assert _recomputed(accepted, "accepted_supersessions") is True

@@ -60,7 +60,7 @@ def vault_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataF
         ).df()
     finally:
         connection.close()
-    return {"mentions": mentions, "documents": documents}
+    return {"mentions": mentions, "documents": documents, "home": home}
 
 
 @pytest.fixture(scope="module")
@@ -419,3 +419,26 @@ def test_judge_is_off_by_default_and_configured_from_the_environment():
     with pytest.raises(ValueError, match="model"):
         LLMJudge(JudgeConfig(enabled=True))
     assert parse_verdict('{"verdict": "Broader", "reason": "A includes B"}') == ("broader", "A includes B", False)
+
+
+def test_a_run_on_the_same_keys_keeps_the_stored_rows_and_surface_pairs_and_equals_a_consistency_pass(vault_tables):
+    """``lifecycle.resolution.refresh_candidates`` on the built example home: with nothing changed it computes no key
+    row and keeps the surface pairs; the consistency pass recomputes both and leaves the same table."""
+    from engramrag.lifecycle.resolution import refresh_candidates
+    from engramrag.vault.config import VaultConfig
+
+    home: Home = vault_tables["home"]
+    config, embedder = VaultConfig(), HashEmbedder(HashEmbedderConfig())
+
+    def table() -> list[tuple]:
+        with duckdb.connect(str(home.catalog_path), read_only=True) as connection:
+            return connection.execute("SELECT * FROM resolution_candidates ORDER BY left_key, right_key").fetchall()
+
+    built = table()
+    again = refresh_candidates(home, config, embedder)
+    assert again.key_rows_computed == 0 and again.surface_pairs_kept and again.pairs_scored == 0
+    assert table() == built
+    checked = refresh_candidates(home, config, embedder, search_all=True)
+    assert checked.key_rows_computed == checked.keys and not checked.surface_pairs_kept
+    assert checked.scored_whole == "consistency pass"
+    assert table() == built

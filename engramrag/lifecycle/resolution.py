@@ -25,7 +25,7 @@ from engramrag.catalog.connection import catalog_writer, insert_frame, refill_ta
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.lifecycle.freshness import code_version
-from engramrag.resolve.blocking import blocked_pairs
+from engramrag.resolve.blocking import blocked_pairs, surface_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
@@ -43,6 +43,7 @@ from engramrag.resolve.scored_pairs import (
     trusted_token,
 )
 from engramrag.resolve.stored_keys import key_mention_lists, live_label_keys, update_key_table, write_key_rows
+from engramrag.resolve.surface_pairs import SurfacePairs, surface_fingerprint
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
@@ -72,6 +73,8 @@ class CandidateSummary:
     pairs_kept: int = 0  # blocked pairs whose stored row (or absence of one) was kept: both keys unchanged
     keys_changed: int = 0  # keys that are new or whose row (labels, kinds, aliases, vector, mentions) changed
     scored_whole: str | None = None  # why every pair was scored and the table refilled; None when only changes were
+    key_rows_computed: int = 0  # key-table rows computed from mention rows (the others were read back stored)
+    surface_pairs_kept: bool = False  # the same keys as the last run: its surface pairs (edit index...) were kept
 
 
 @dataclass
@@ -112,7 +115,12 @@ def refresh_candidates(
         update = update_key_table(catalog, labels, vectors, candidate_config.max_posting, code, whole)
     table = update.table
     lists = ListCache(None if search_all else NeighbourLists.load(home.resolution_path))
-    blocked = sorted(blocked_pairs(table, candidate_config, lists).items())
+    surface_key = surface_fingerprint(table.keys, _surface_settings(candidate_config, code))
+    kept_surface = None if search_all else SurfacePairs.load(home.resolution_path, surface_key)
+    surface = kept_surface.pairs() if kept_surface is not None else surface_pairs(table, candidate_config)
+    if kept_surface is None:
+        SurfacePairs.of(surface, surface_key).save(home.resolution_path)  # a function of its fingerprint alone
+    blocked = sorted(blocked_pairs(table, candidate_config, lists, surface).items())
     left = np.fromiter((i for (i, _j), _edit in blocked), dtype=np.int64, count=len(blocked))
     right = np.fromiter((j for (_i, j), _edit in blocked), dtype=np.int64, count=len(blocked))
     with_vectors = table.vectors is not None and table.has_vector is not None
@@ -166,6 +174,8 @@ def refresh_candidates(
         pairs_kept=plan.kept,
         keys_changed=plan.changed_keys,
         scored_whole=plan.whole,
+        key_rows_computed=len(update.fresh),
+        surface_pairs_kept=kept_surface is not None,
     )
 
 
@@ -233,6 +243,11 @@ def _known_evidence(
     if keys is not None:
         catalog.unregister("asked_keys")
     return {key: (signature, evidence_from_json(evidence)) for key, signature, evidence in rows}
+
+
+def _surface_settings(config: CandidateConfig, code: str) -> str:
+    """What the surface legs of blocking depend on besides the keys: two knobs and the code."""
+    return json.dumps([config.max_posting, config.edit_floor, code])
 
 
 def _scoring_settings(config: CandidateConfig, judge: object | None) -> str:

@@ -35,22 +35,21 @@ from engramrag.resolve.surface import edit_similarity
 
 
 def blocked_pairs(
-    table: KeyTable, config: CandidateConfig, lists: ListCache | None = None
+    table: KeyTable,
+    config: CandidateConfig,
+    lists: ListCache | None = None,
+    surface: dict[tuple[int, int], float | None] | None = None,
 ) -> dict[tuple[int, int], float | None]:
     """Every pair some index proposes -> its edit similarity when the edit index computed it already. ``lists``:
-    the embedding lists of the previous run (``previous``), and where this run's are left (``update``)."""
-    pairs: dict[tuple[int, int], float | None] = {}
+    the embedding lists of the previous run (``previous``), and where this run's are left (``update``).
+    ``surface``: the pairs of ``surface_pairs`` for this table's keys when known (``resolve.surface_pairs``)."""
+    pairs = dict(surface_pairs(table, config) if surface is None else surface)
 
     def add(a: int, b: int) -> None:
         if a != b:
             pairs.setdefault((a, b) if a < b else (b, a), None)
 
-    by_compact: dict[str, list[int]] = defaultdict(list)
-    for i, form in enumerate(table.compact):
-        by_compact[form].append(i)
-    for group in by_compact.values():
-        _add_all(group, add)
-
+    by_compact = _by_compact(table)
     owners: dict[str, list[int]] = defaultdict(list)
     for i in range(len(table.keys)):
         for alias in table.declared[i] | table.written[i]:
@@ -60,20 +59,41 @@ def blocked_pairs(
             owners[alias].append(i)
     for group in owners.values():
         _add_all(group, add)
-
-    for i, forms in enumerate(table.acronyms):
-        for form in forms:
-            for j in by_compact.get(form, ()):
-                add(i, j)
-
-    for a, b in _containment_pairs(table.tokens, config.max_posting):
-        add(a, b)
-    for pair, similarity in _edit_pairs(table, config.edit_floor, config.max_posting).items():
-        pairs[pair] = similarity
     if table.vectors is not None and table.has_vector is not None:
         for a, b in _embedding_pairs(table, config, lists):
             add(a, b)
     return pairs
+
+
+def surface_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, int], float | None]:
+    """The pairs found from the keys' surface forms alone (one compact form, an acronym of the other, word
+    containment, edit similarity) -> the edit similarity where the edit index computed it. A function of the set of
+    keys and the settings only: aliases and vectors are the other legs."""
+    pairs: dict[tuple[int, int], float | None] = {}
+
+    def add(a: int, b: int) -> None:
+        if a != b:
+            pairs.setdefault((a, b) if a < b else (b, a), None)
+
+    by_compact = _by_compact(table)
+    for group in by_compact.values():
+        _add_all(group, add)
+    for i, forms in enumerate(table.acronyms):
+        for form in forms:
+            for j in by_compact.get(form, ()):
+                add(i, j)
+    for a, b in _containment_pairs(table.tokens, config.max_posting):
+        add(a, b)
+    for pair, similarity in _edit_pairs(table, config.edit_floor, config.max_posting).items():
+        pairs[pair] = similarity
+    return pairs
+
+
+def _by_compact(table: KeyTable) -> dict[str, list[int]]:
+    by_compact: dict[str, list[int]] = defaultdict(list)
+    for i, form in enumerate(table.compact):
+        by_compact[form].append(i)
+    return by_compact
 
 
 def _add_all(group: list[int], add) -> None:

@@ -1,0 +1,55 @@
+"""The surface legs of blocking kept between runs: a function of the keys and settings alone, so pairs kept for the
+same keys give exactly the blocking a fresh run gives. Pure functions and a file in a temporary folder, no build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from engramrag.resolve.blocking import blocked_pairs, surface_pairs
+from engramrag.resolve.candidate_config import CandidateConfig
+from engramrag.resolve.keytable import build_key_table
+from engramrag.resolve.surface_pairs import FILE, SurfacePairs, surface_fingerprint
+
+CONFIG = CandidateConfig(embedding_neighbours=0)
+LABELS = ["PostgreSQL", "Postgres", "Postgre SQL", "Document Catalog Platform", "DCP", "Kubernetes", "k8s",
+          "Managed Postgres", "LanceDB", "Lance DB", "Minji Park", "Park Minji", "ADR-0001", "ADR-0002"]  # fmt: skip
+
+
+def table(aliases: dict[str, list[str]], kinds: dict[str, str]):
+    rows = [("d1", f"e{i}", label, kinds.get(label, "Tool"), aliases.get(label, []), 1, 1, None)
+            for i, label in enumerate(LABELS)]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line",
+                                        "core_kind"]).astype(object)  # fmt: skip
+    return build_key_table(frame, None, None, CONFIG.max_posting)
+
+
+def test_surface_pairs_depend_on_the_keys_only_and_kept_ones_give_the_fresh_blocking(tmp_path) -> None:
+    first = table({}, {})
+    other = table({"Kubernetes": ["kube"], "Minji Park": ["박민지"]}, {"Minji Park": "Person", "Park Minji": "Person"})
+    assert first.keys == other.keys
+    surface = surface_pairs(first, CONFIG)
+    assert surface == surface_pairs(other, CONFIG)  # other aliases and kinds: the same surface pairs
+    index = {key: i for i, key in enumerate(first.keys)}
+    assert (index["dcp"], index["document catalog platform"]) in surface  # acronym
+    assert surface[(index["postgres"], index["postgresql"])] == 0.8  # edit similarity, computed by the edit index
+    assert (index["adr-0001"], index["adr-0002"]) not in surface  # other numbers: no similarity counts
+
+    fingerprint = surface_fingerprint(first.keys, "settings-1")
+    SurfacePairs.of(surface, fingerprint).save(tmp_path)
+    kept = SurfacePairs.load(tmp_path, fingerprint)
+    assert kept is not None and kept.pairs() == surface
+    assert blocked_pairs(other, CONFIG, surface=kept.pairs()) == blocked_pairs(other, CONFIG)
+
+    assert SurfacePairs.load(tmp_path, surface_fingerprint(first.keys, "settings-2")) is None  # other settings
+    assert SurfacePairs.load(tmp_path, surface_fingerprint(first.keys[1:], "settings-1")) is None  # other keys
+    (tmp_path / FILE).write_bytes(b"not an archive")
+    assert SurfacePairs.load(tmp_path, fingerprint) is None
+
+
+def test_edit_similarities_survive_the_round_trip_and_none_stays_none(tmp_path) -> None:
+    pairs = {(0, 1): None, (0, 2): 0.8125, (3, 7): 1.0 / 3.0}
+    SurfacePairs.of(pairs, "f").save(tmp_path)
+    kept = SurfacePairs.load(tmp_path, "f")
+    assert kept is not None and kept.pairs() == pairs
+    assert np.isnan(kept.edit[0]) and kept.left.tolist() == [0, 0, 3]
