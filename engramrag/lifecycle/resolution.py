@@ -306,17 +306,23 @@ def refresh_overlay(
 
 
 def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> dict[str, np.ndarray]:
-    """One label vector per stable key (the first mentioned label's; labels of one key differ only in case or
-    spacing). ``labels``: label and key, in first-mention order (``resolve.stored_keys.live_label_keys``)."""
+    """One unit label vector per stable key: its first mentioned label's with a non-zero stored vector (labels of one
+    key differ only in case or spacing). ``labels``: label and key, in first-mention order
+    (``resolve.stored_keys.live_label_keys``)."""
     stored = VectorStore.for_home(home, embedder).label_vectors()
-    vectors: dict[str, np.ndarray] = {}
+    if not stored:
+        return {}
+    names = list(stored)
+    matrix = np.stack([stored[name] for name in names]).astype(np.float32, copy=False)
+    norms = np.linalg.norm(matrix, axis=1)
+    row_of = {name: i for i, name in enumerate(names) if norms[i] > 0}
+    chosen: dict[str, int] = {}
     for label, key in labels[["label", "key"]].itertuples(index=False):
-        if key not in vectors and label in stored:
-            vector = stored[label]
-            norm = float(np.linalg.norm(vector))
-            if norm > 0:
-                vectors[key] = vector / norm
-    return vectors
+        if key not in chosen and label in row_of:
+            chosen[key] = row_of[label]
+    rows = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
+    unit = matrix[rows] / norms[rows, None]
+    return {key: unit[i] for i, key in enumerate(chosen)}
 
 
 def _automatic_pairs(catalog: duckdb.DuckDBPyConnection) -> list[tuple[str, str, float]]:
