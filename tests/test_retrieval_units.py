@@ -305,13 +305,17 @@ def test_scores_a_leg_cannot_tell_apart_share_a_rank() -> None:
 
 
 def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp_path) -> None:
+    import pytest
+
     from engramrag.retrieve.body_terms import BodyTerms
     from engramrag.retrieve.lexical import terms
     from engramrag.retrieve.note_bm25 import note_terms
+    from engramrag.vault.ids import sha256_hex
 
     texts = ["Minji owns the Grafana dashboards.", "박민지는 배포를 맡는다.", "Gone after this build."]
     first = BodyTerms.load(None)
-    hashes, cut, stems = first.of(texts)
+    assert first.missing(map(sha256_hex, texts)) == set(map(sha256_hex, texts))
+    hashes, cut, stems = first.of([sha256_hex(text) for text in texts], texts)
     assert (first.cut, first.reused) == (3, 0)
     assert cut == [terms(text) for text in texts] and stems == [note_terms(text) for text in texts]
     first.save(tmp_path, hashes[:2])
@@ -319,9 +323,13 @@ def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp
     second = BodyTerms.load(tmp_path)
     assert len(second.known) == 2  # the gone text's terms were not kept
     edited = ["Minji owns the Grafana dashboards.", "박민지는 배포와 알림을 맡는다."]
-    _, again, again_stems = second.of(edited)
+    edited_hashes = [sha256_hex(text) for text in edited]
+    assert second.missing(edited_hashes) == {edited_hashes[1]}  # only the changed note's text must be read
+    _, again, again_stems = second.of(edited_hashes, [None, edited[1]])
     assert (second.cut, second.reused) == (1, 1)
     assert again == [terms(text) for text in edited] and again_stems == [note_terms(text) for text in edited]
+    with pytest.raises(ValueError, match="not known"):
+        BodyTerms.load(None).of([edited_hashes[0]], [None])
 
 
 def _graph_tables() -> dict:
@@ -333,8 +341,9 @@ def _graph_tables() -> dict:
         {
             "doc_id": ["a", "b"], "path": ["a.md", "b.md"], "title": ["Falcon", "B"], "bucket": [0, 1],
             "snippet": ["", ""], "line_start": [1, 1], "line_end": [2, 2],
-            "body": ["Falcon uses PostgreSQL.", "falcon is part of PostgreSQL."], "front_matter": ["{}", "{}"],
-            "mtime_ns": [0, 0], "doc_date": ["2026-01-01", "2026-02-01"], "date_source": ["front_matter"] * 2,
+            "body": ["Falcon uses PostgreSQL.", "falcon is part of PostgreSQL."], "body_hash": ["h-a", "h-b"],
+            "front_matter": ["{}", "{}"], "mtime_ns": [0, 0], "doc_date": ["2026-01-01", "2026-02-01"],
+            "date_source": ["front_matter"] * 2,
         }
     )
     entities = pd.DataFrame(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pyoxigraph as ox
 
-from engramrag.catalog.connection import catalog_writer, refill_table
+from engramrag.catalog.connection import catalog_writer, read_frame, refill_table
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
 from engramrag.ontology.graphs import (
@@ -130,20 +130,23 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
 def _read(home: Home, config: VaultConfig) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     live = "SELECT doc_id FROM documents WHERE NOT gone"
     with catalog_writer(home, config.bucket_count) as catalog:
-        documents = catalog.execute(
+        documents = read_frame(
+            catalog,
             "SELECT doc_id, path, title, author, agent_authored, doc_date, date_source, text, front_matter "
             "FROM documents WHERE NOT gone ORDER BY path"
-        ).df()
+        )
         # Only what can be the value of a property: the machine's co-occurrence pairs are most of the statements.
-        statements = catalog.execute(
+        statements = read_frame(
+            catalog,
             "SELECT doc_id, subject, predicate, label, object, object_is_entity, role, line_start, line_end "
             f"FROM statements WHERE doc_id IN ({live}) AND role = 'assertion' AND NOT list_contains(?, predicate)",
             [sorted(NOT_PROPERTIES)],
-        ).df()
-        entities = catalog.execute(
+        )
+        entities = read_frame(
+            catalog,
             f"SELECT doc_id, entity_key, label, aliases FROM entities WHERE doc_id IN ({live})"
-        ).df()
-        clusters = catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").df()
+        )
+        clusters = read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters")
     # Object columns: the chains iterate these frames row by row, which costs more on Arrow-backed strings.
     frames = (documents, statements, entities, clusters)
     return tuple(frame.astype({c: object for c in frame.columns if frame[c].dtype == "str"}) for frame in frames)

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.connection import has_column
+from engramrag.catalog.connection import has_column, read_frame
 from engramrag.extract.base import CORE_KINDS
 from engramrag.resolve.kinds import core_kind, is_known
 
@@ -27,36 +27,39 @@ def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """The entity mentions of the documents that are not gone, with ``core_kind`` (NULL where the catalog has
     none: rows, or a whole catalog, from before it was recorded)."""
     core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
-    return catalog.execute(
+    return read_frame(
+        catalog,
         f"""
         SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line, {core}
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone ORDER BY e.doc_id, e.entity_key
         """
-    ).df().astype(object)  # iterated row by row by resolution: Arrow-backed strings cost more than the work
+    ).astype(object)  # iterated row by row by resolution: Arrow-backed strings cost more than the work
 
 
 def live_kind_counts(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """The live mentions grouped by (label, kind, core_kind), with how many mention rows each group has in
     ``rows``: all the overlay reads of them (the kind each key is compared by), a tenth of the rows."""
     core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
-    return catalog.execute(
+    return read_frame(
+        catalog,
         f"""
         SELECT e.label, e.kind, {core}, count(*) AS rows
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
         """
-    ).df().astype(object)
+    ).astype(object)
 
 
 def live_kind_totals(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """The live mentions grouped by (kind, core_kind), with how many mention rows each group has in ``rows``: what
     ``unknown_kinds`` reads."""
     core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
-    return catalog.execute(
+    return read_frame(
+        catalog,
         f"""
         SELECT e.kind, {core}, count(*) AS rows
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
         """
-    ).df().astype(object)
+    ).astype(object)
 
 
 def mention_core_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> list[str | None]:

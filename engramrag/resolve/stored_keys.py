@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import has_column, insert_frame
+from engramrag.catalog.connection import has_column, insert_frame, read_frame
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, file_name_aliases, key_rows, mention_lists
@@ -128,10 +128,11 @@ def mentions_of_keys(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, k
     chosen = labels if keys is None else labels[labels["key"].isin(set(keys))]
     core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
     with _registered(catalog, chosen):
-        return catalog.execute(
+        return read_frame(
+            catalog,
             f"SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line, {core} "
             f"FROM {_LIVE} ORDER BY e.doc_id, e.entity_key"
-        ).df().astype(object)
+        ).astype(object)
 
 
 def key_mention_lists(
@@ -157,9 +158,10 @@ def _front_matter(catalog: duckdb.DuckDBPyConnection, mentions: pd.DataFrame) ->
         return pd.DataFrame({"doc_id": [], "front_matter": []}, dtype=object)
     catalog.register("titled_documents", titled)
     try:
-        return catalog.execute(
+        return read_frame(
+            catalog,
             "SELECT doc_id, front_matter FROM documents WHERE doc_id IN (SELECT doc_id FROM titled_documents)"
-        ).df()
+        )
     finally:
         catalog.unregister("titled_documents")
 

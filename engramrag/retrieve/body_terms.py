@@ -2,16 +2,16 @@
 
 Cutting every note into terms (``lexical.terms``) and stemming them (``note_bm25.stemmed``) was a fifth of an
 index build and redone for every note on every build, though an edit changes one. The result depends only on
-the note's text, so it is stored beside the index keyed by a hash of that text and reused by the next build for
-every note whose text is the same; a changed note misses and is cut again. A term never holds a space
+the note's text, so it is stored beside the index keyed by the catalog's hash of that text (``documents.body_hash``,
+the SHA-256 of ``text``) and reused by the next build for every note whose text is the same; a changed note misses
+and is cut again, and only the missing notes' texts are read from the catalog (``missing``). A term never holds a space
 (``terms`` splits on whitespace), so each list is stored as one space-joined string, which reads back far faster
 than a list column.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -21,10 +21,6 @@ from engramrag.retrieve.lexical import terms
 from engramrag.retrieve.note_bm25 import stemmed
 
 FILE = "body_terms.parquet"
-
-
-def text_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 class BodyTerms:
@@ -45,23 +41,30 @@ class BodyTerms:
             rows = db.execute("SELECT hash, terms, stems FROM read_parquet(?)", [str(path)]).fetchall()
         return cls({digest: (listed, stems) for digest, listed, stems in rows})
 
-    def of(self, texts: Sequence[str]) -> tuple[list[str], list[list[str]], list[list[str]]]:
-        """Per text: its hash, its terms and its stems, cut only for texts not seen before."""
-        hashes, all_terms, all_stems = [], [], []
-        for text in texts:
-            digest = text_hash(text)
+    def missing(self, hashes: Iterable[str]) -> set[str]:
+        """The text hashes whose terms are not known: the texts the caller must read."""
+        return {digest for digest in hashes if digest not in self.known}
+
+    def of(
+        self, hashes: Sequence[str], texts: Sequence[str | None]
+    ) -> tuple[list[str], list[list[str]], list[list[str]]]:
+        """Per note (its text hash, and its text where the hash is ``missing``): the hash, its terms and its stems,
+        cut only for texts not seen before."""
+        all_terms, all_stems = [], []
+        for digest, text in zip(hashes, texts, strict=True):
             stored = self.known.get(digest)
             if stored is None:
+                if not isinstance(text, str):
+                    raise ValueError(f"the terms of text {digest} are not known and its text was not given")
                 listed = terms(text)
                 stored = (" ".join(listed), " ".join(stemmed(listed)))
                 self.known[digest] = stored
                 self.cut += 1
             else:
                 self.reused += 1
-            hashes.append(digest)
             all_terms.append(stored[0].split())
             all_stems.append(stored[1].split())
-        return hashes, all_terms, all_stems
+        return list(hashes), all_terms, all_stems
 
     def save(self, folder: Path, hashes: Sequence[str]) -> None:
         """Write the terms of the texts this index holds (``hashes``), dropping those of notes gone since."""

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader, catalog_writer
+from engramrag.catalog.connection import catalog_reader, catalog_writer, read_frame
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import BodyTerms
@@ -32,7 +32,7 @@ from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
-FORMAT = 11
+FORMAT = 12
 CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
@@ -69,12 +69,12 @@ def build_retrieval_index(
                     current.name, False, manifest["entities"], manifest["passages"], manifest["edges"], 0.0
                 )
         progress = Progress("retrieval index", 4, every=1, min_interval_s=0.0)
-        tables = _read_catalog(catalog)
+        # A change to how notes are cut into terms bumps FORMAT, so cached terms are never read across it.
+        body_terms = BodyTerms.load(current if current and _format_of(current) == FORMAT else None)
+        tables = _read_catalog(catalog, body_terms)
     progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
     progress.advance()
-    # A change to how notes are cut into terms bumps FORMAT, so cached terms are never read across it.
-    body_terms = BodyTerms.load(current if current and _format_of(current) == FORMAT else None)
     graph = assemble_graph(
         tables, vectors, index_config, _previous_neighbours(current, embedder, index_config), body_terms
     )
@@ -195,31 +195,27 @@ def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_c
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]:
+def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> dict[str, pd.DataFrame]:
     embedded = "SELECT doc_id FROM embedded_documents"
     return {
-        "passages": catalog.execute(
-            f"""
-            SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end,
-                   coalesce(d.text, '') AS body, d.front_matter, d.mtime_ns, d.doc_date, d.date_source
-            FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id AND c.chunk_index = 0
-            WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
-            """
-        ).df(),
-        "entities": catalog.execute(
+        "passages": _passages(catalog, embedded, body_terms),
+        "entities": read_frame(
+            catalog,
             f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
-            "ORDER BY doc_id, entity_key"
-        ).df(),
-        "statements": catalog.execute(
+            "ORDER BY doc_id, entity_key",
+        ),
+        "statements": read_frame(
+            catalog,
             f"""
             SELECT doc_id, statement_id, subject, predicate, coalesce(label, predicate) AS label, object, role,
                    line_start, line_end
             FROM statements WHERE object_is_entity AND doc_id IN ({embedded})
             ORDER BY doc_id, statement_id
             """
-        ).df(),
-        "clusters": catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").df(),
-        "supersessions": catalog.execute(
+        ),
+        "clusters": read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"),
+        "supersessions": read_frame(
+            catalog,
             f"""
             SELECT s.earlier_doc_id AS doc_id, s.earlier_title AS title, s.earlier_date AS decided_on,
                    s.later_doc_id AS by_doc_id, s.later_title AS by_title, s.later_date AS by_decided_on,
@@ -229,8 +225,9 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
             WHERE s.earlier_doc_id IN ({embedded}) AND s.later_doc_id IN ({embedded})
             ORDER BY doc_id, title, by_doc_id
             """
-        ).df(),
-        "document_supersessions": catalog.execute(
+        ),
+        "document_supersessions": read_frame(
+            catalog,
             f"""
             SELECT earlier_doc_id AS doc_id, later_doc_id AS by_doc_id, later_path AS by_path,
                    later_date AS by_date, since, reason, form, decided_by, subject, property, earlier_value,
@@ -239,8 +236,33 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]
             WHERE earlier_doc_id IN ({embedded}) AND later_doc_id IN ({embedded})
             ORDER BY doc_id, by_doc_id, property
             """
-        ).df(),
+        ),
     }
+
+
+def _passages(catalog: duckdb.DuckDBPyConnection, embedded: str, body_terms: BodyTerms) -> pd.DataFrame:
+    """The live embedded notes with their first chunk; ``body`` holds the text only of notes whose terms
+    ``body_terms`` does not know (None elsewhere): reading every note's text was most of reading the catalog."""
+    passages = read_frame(
+        catalog,
+        f"""
+        SELECT d.doc_id, d.path, d.title, d.bucket, coalesce(c.text, '') AS snippet, c.line_start, c.line_end,
+               d.body_hash, d.front_matter, d.mtime_ns, d.doc_date, d.date_source
+        FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id AND c.chunk_index = 0
+        WHERE NOT d.gone AND d.doc_id IN ({embedded}) ORDER BY d.path
+        """
+    )
+    missing = body_terms.missing(passages["body_hash"].tolist())
+    wanted = pd.DataFrame({"doc_id": passages.loc[passages["body_hash"].isin(missing), "doc_id"]}, dtype=object)
+    texts: dict[str, str] = {}
+    if len(wanted):
+        catalog.register("wanted_texts", wanted)
+        texts = dict(catalog.execute(
+            "SELECT doc_id, coalesce(text, '') FROM documents WHERE doc_id IN (SELECT doc_id FROM wanted_texts)"
+        ).fetchall())  # fmt: skip
+        catalog.unregister("wanted_texts")
+    return passages.assign(body=pd.Series([texts.get(d) for d in passages["doc_id"]], index=passages.index,
+                                          dtype=object))  # fmt: skip
 
 
 def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -99,9 +99,9 @@ def assemble_graph(
         for node in range(entity_count)
     ]
     label_terms = {term for listed_wordings in term_lists for listed in listed_wordings for term in listed}
-    bodies = passages["body"].tolist()
+    bodies = passages["body"].tolist()  # None for notes whose terms ``body_terms`` knows
     # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
-    body_hashes, note_terms, note_stems = (body_terms or BodyTerms()).of(bodies)
+    body_hashes, note_terms, note_stems = (body_terms or BodyTerms()).of(passages["body_hash"].tolist(), bodies)
     frequency = _document_frequency(note_terms, label_terms)
     return {
         "entity_count": entity_count,
