@@ -85,7 +85,8 @@ def read_frame(
     that this path copies the Arrow batches once, which is still the faster one."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
-        return catalog.execute(query, list(parameters) if parameters else []).to_arrow_table().to_pandas()
+        table = catalog.execute(query, list(parameters) if parameters else []).to_arrow_table()
+    return table.combine_chunks().to_pandas()  # one chunk: later pandas work on many small ones was slower
 
 
 def insert_frame(
