@@ -9,7 +9,7 @@ import dagster as dg
 from assets.resources import STORE_POOL, EngramStores, is_consistency_pass, unless_fresh
 from assets.retrieval import document_embeddings
 from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
-from engramrag.resolve.judge import make_judge
+from engramrag.resolve.judge_config import make_judge
 
 
 @dg.asset(

@@ -16,8 +16,8 @@ from engramrag.extract.registry import make_extractor
 from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.freshness import Refresh, refresh_unless_fresh
 from engramrag.resolve.candidate_config import CandidateConfig
-from engramrag.resolve.judge import JudgeConfig
-from engramrag.revise.model_chat import ModelReviewConfig
+from engramrag.resolve.judge_config import JudgeConfig
+from engramrag.revise.model_review_config import ModelReviewConfig
 from engramrag.revise.supersession import SupersessionConfig
 from engramrag.revise.versions import VersionConfig
 from engramrag.store import Home

@@ -30,7 +30,8 @@ from engramrag.resolve.candidates import (
     find_candidates,
     front_matter_aliases,
 )
-from engramrag.resolve.judge import JudgeConfig, LLMJudge, make_judge, parse_verdict
+from engramrag.resolve.judge import LLMJudge, parse_verdict
+from engramrag.resolve.judge_config import JudgeConfig, make_judge
 from engramrag.resolve.kinds import compatible
 from engramrag.store import Home
 from pipelines.build import run_build

@@ -34,8 +34,8 @@ from engramrag.lifecycle.revision import apply_supersessions
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.ontology.vocab import PROV, analysis_graph_iri, document_iri
 from engramrag.revise import proposer, verifier
-from engramrag.revise.model_chat import ModelReviewConfig
 from engramrag.revise.model_review import review_proposals
+from engramrag.revise.model_review_config import ModelReviewConfig
 from engramrag.revise.supersession import CURATED_BY, SUPERSEDES, VERDICT, DecisionSide, SupersessionProposal
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig

@@ -25,9 +25,9 @@ from engramrag.catalog.connection import catalog_writer, has_column, has_table, 
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
 from engramrag.revise.declarations import DOCUMENT_PAIR_PREFIXES, declared_by
-from engramrag.revise.model_chat import ModelReviewConfig
 from engramrag.revise.model_review import COLUMNS as REVIEW_COLUMNS
 from engramrag.revise.model_review import CONFIRMED, ModelReview, ReviewSummary, model_agent, review_proposals
+from engramrag.revise.model_review_config import ModelReviewConfig
 from engramrag.revise.supersession import (
     DecisionSide,
     SupersessionConfig,

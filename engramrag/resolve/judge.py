@@ -14,19 +14,19 @@ system prompt says so: stored text is never an instruction.
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
+
+import openai
 
 from engramrag.extract.llm.prompt import reply_json
 from engramrag.messages import one_line
 from engramrag.resolve.candidates import Candidate
+from engramrag.resolve.judge_config import ENV, JudgeConfig
 
 VERDICTS: tuple[str, ...] = ("same", "distinct", "related", "broader", "narrower", "unsure")
-ENV = {"base_url": "ENGRAM_LLM_BASE_URL", "model": "ENGRAM_LLM_MODEL", "api_key": "ENGRAM_LLM_API_KEY"}
-ENABLE_ENV = "ENGRAM_LLM_JUDGE"  # the server settings may serve an LLM extractor too; the judge is its own choice
 MAX_REASON = 500
 
 SYSTEM_PROMPT = (
@@ -38,48 +38,6 @@ SYSTEM_PROMPT = (
     "broader: A is a broader notion that includes B. narrower: A is a narrower notion, a part or kind of B. "
     "unsure: the evidence does not decide."
 )
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    """Settings of the optional LLM judge; ``from_env`` reads them from the environment."""
-
-    enabled: bool = field(
-        default=False, metadata={"help": f"Ask the judge at all (env {ENABLE_ENV}=1); off by default."}
-    )
-    base_url: str = field(
-        default="http://127.0.0.1:8000/v1",
-        metadata={"help": f"Chat server address including /v1 (env {ENV['base_url']})."},
-    )
-    model: str = field(default="", metadata={"help": f"Model name as the server knows it (env {ENV['model']})."})
-    api_key: str = field(
-        default="", metadata={"help": f"Bearer token; local servers usually need none (env {ENV['api_key']})."}
-    )
-    timeout_s: float = field(default=30.0, metadata={"help": "Seconds to wait for one answer."})
-    max_retries: int = field(
-        default=2, metadata={"help": "Retries of a failed request (connection errors, 408/409/429/5xx), with backoff."}
-    )
-    json_mode: bool = field(
-        default=True,
-        metadata={"help": "Ask for response_format json_object; turn off for servers that reject it."},
-    )
-    max_tokens: int = field(default=200, metadata={"help": "Longest answer the model may give."})
-
-    def __post_init__(self) -> None:
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be 0 or more, got {self.max_retries}")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> JudgeConfig:
-        """The settings from ``ENGRAM_LLM_BASE_URL``, ``ENGRAM_LLM_MODEL``, ``ENGRAM_LLM_API_KEY`` and
-        ``ENGRAM_LLM_JUDGE`` (1/true/yes enables it); keyword arguments win over the environment."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {name: environ[var] for name, var in ENV.items() if environ.get(var)}
-        if ENABLE_ENV in environ:
-            values["enabled"] = environ[ENABLE_ENV].strip().lower() in ("1", "true", "yes", "on")
-        return cls(**(values | overrides))
 
 
 @dataclass(frozen=True)
@@ -99,8 +57,6 @@ class LLMJudge:
     """Judges candidate pairs one request each through the official ``openai`` client."""
 
     def __init__(self, config: JudgeConfig) -> None:
-        import openai  # imported when a client is used: the settings module is read by every build
-
         if not config.model:
             raise ValueError(f"the LLM judge needs a model name: pass model=... or set {ENV['model']}")
         self.config = config
@@ -113,8 +69,6 @@ class LLMJudge:
 
     def judge(self, candidate: Candidate) -> Judgement:
         """One candidate's judgement; failures come back as ``unsure`` with ``error`` set, never raised."""
-        import openai
-
         started = time.perf_counter()
         arguments: dict[str, Any] = {
             "model": self.config.model,
@@ -168,12 +122,6 @@ class LLMJudge:
         )
 
 
-def make_judge(config: JudgeConfig | None = None) -> LLMJudge | None:
-    """The judge when enabled (by default from the environment), else None."""
-    config = JudgeConfig.from_env() if config is None else config
-    return LLMJudge(config) if config.enabled else None
-
-
 def judge_messages(candidate: Candidate) -> list[dict[str, str]]:
     """The chat messages for one pair: the instructions, then the pair as a JSON document of quoted data."""
 
@@ -218,10 +166,8 @@ def _elapsed(started: float) -> float:
 
 __all__ = [
     "VERDICTS",
-    "JudgeConfig",
     "Judgement",
     "LLMJudge",
     "judge_messages",
-    "make_judge",
     "parse_verdict",
 ]

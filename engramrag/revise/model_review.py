@@ -28,19 +28,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engramrag.gitgraph.grounding import Failure
 from engramrag.revise import proposer, verifier
-from engramrag.revise.model_chat import (
-    PROPOSER_PROPOSES,
-    SERVER_ANSWERED,
-    VERIFIER_CONFIRMS,
-    ModelChat,
-    ModelReviewConfig,
-    missing_text,
-)
+from engramrag.revise.model_checks import PROPOSER_PROPOSES, SERVER_ANSWERED, VERIFIER_CONFIRMS, missing_text
+from engramrag.revise.model_review_config import ModelReviewConfig
 from engramrag.revise.supersession import SupersessionProposal
+
+if TYPE_CHECKING:
+    from engramrag.revise.model_chat import ModelChat
 
 CONFIRMED, REJECTED, UNVERIFIABLE, NOT_PROPOSED, FAILED = (
     "confirmed", "rejected", "unverifiable", "not_proposed", "failed"
@@ -150,7 +147,11 @@ def review_proposals(
     summary.not_asked = max(0, len(to_ask) - config.max_pairs)
     to_ask = to_ask[: config.max_pairs]
     own = chat is None
-    chat = ModelChat(config) if chat is None else chat
+    if chat is None:
+        # The one place the client (and ``openai``) is imported: every build imports this module, few ask a model.
+        from engramrag.revise.model_chat import ModelChat
+
+        chat = ModelChat(config)
     breaker = _Breaker(config.unreachable_after)
     try:
         workers = max(1, min(config.server.concurrency if config.server else 1, len(to_ask) or 1))

@@ -3,18 +3,21 @@
 It sees the two decisions (title, date, status and exact source lines) and answers
 ``{"supersedes": true|false, "earlier_quote": "...", "later_quote": "...", "reason": "..."}``. A proposal only
 stands when it says ``true`` with a quote from each side that is verbatim in that side's text
-(``model_chat.quotes_failures``); it then goes to the verifier (``revise.verifier``), which never sees this
+(``model_checks.quotes_failures``); it then goes to the verifier (``revise.verifier``), which never sees this
 answer. A proposal is advice until the verifier confirms it; a person's verdict wins over both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engramrag.gitgraph.grounding import Failure
-from engramrag.revise.model_chat import PROPOSER_PROPOSES, ModelChat, decision_document, quotes_failures
+from engramrag.revise.model_checks import PROPOSER_PROPOSES, decision_document, quotes_failures
 from engramrag.revise.supersession import SupersessionProposal
+
+if TYPE_CHECKING:
+    from engramrag.revise.model_chat import ModelChat
 
 SYSTEM_PROMPT = (
     "You propose supersessions between two dated decision records from a team's notes. Decide whether the LATER "

@@ -3,18 +3,21 @@
 It sees only the two decisions (title, date, status and exact source lines) and the claim that the later one
 supersedes the earlier one, never the proposer's quotes or reasoning, under instructions of its own. It answers
 ``{"verdict": "confirm"|"reject", "earlier_quote": "...", "later_quote": "...", "reason": "..."}``. A confirmation
-counts only when each quote is verbatim in its own side's text (``model_chat.quotes_failures``, the grounding
+counts only when each quote is verbatim in its own side's text (``model_checks.quotes_failures``, the grounding
 module's quote check); otherwise the proposal is unverifiable and the failed check is kept.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engramrag.gitgraph.grounding import Failure
-from engramrag.revise.model_chat import VERIFIER_CONFIRMS, ModelChat, decision_document, quotes_failures
+from engramrag.revise.model_checks import VERIFIER_CONFIRMS, decision_document, quotes_failures
 from engramrag.revise.supersession import SupersessionProposal
+
+if TYPE_CHECKING:
+    from engramrag.revise.model_chat import ModelChat
 
 VERDICTS = ("confirm", "reject")
 
