@@ -315,7 +315,8 @@ def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp
     texts = ["Minji owns the Grafana dashboards.", "박민지는 배포를 맡는다.", "Gone after this build."]
     first = BodyTerms.load(None)
     assert first.missing(map(sha256_hex, texts)) == set(map(sha256_hex, texts))
-    hashes, cut, stems = first.of([sha256_hex(text) for text in texts], texts)
+    hashes = [sha256_hex(text) for text in texts]
+    cut, stems = first.of(hashes, texts)
     assert (first.cut, first.reused) == (3, 0)
     assert cut == [terms(text) for text in texts] and stems == [note_terms(text) for text in texts]
     first.save(tmp_path, hashes[:2])
@@ -325,7 +326,7 @@ def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp
     edited = ["Minji owns the Grafana dashboards.", "박민지는 배포와 알림을 맡는다."]
     edited_hashes = [sha256_hex(text) for text in edited]
     assert second.missing(edited_hashes) == {edited_hashes[1]}  # only the changed note's text must be read
-    _, again, again_stems = second.of(edited_hashes, [None, edited[1]])
+    again, again_stems = second.of(edited_hashes, [None, edited[1]])
     assert (second.cut, second.reused) == (1, 1)
     assert again == [terms(text) for text in edited] and again_stems == [note_terms(text) for text in edited]
     with pytest.raises(ValueError, match="not known"):

@@ -89,6 +89,16 @@ def read_frame(
     return table.combine_chunks().to_pandas()  # one chunk: later pandas work on many small ones was slower
 
 
+@contextmanager
+def registered(catalog: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> Iterator[None]:
+    """``frame`` readable as the view ``name`` inside the block (a join partner for a query), gone after it."""
+    catalog.register(name, frame)
+    try:
+        yield
+    finally:
+        catalog.unregister(name)
+
+
 def insert_frame(
     catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, columns: Sequence[str] | None = None
 ) -> None:
@@ -97,12 +107,9 @@ def insert_frame(
         return
     names = list(columns) if columns is not None else [str(name) for name in frame.columns]
     view = f"incoming_{table}"
-    catalog.register(view, frame[names])
-    try:
+    with registered(catalog, view, frame[names]):
         listed = ", ".join(f'"{name}"' for name in names)
         catalog.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {view}")
-    finally:
-        catalog.unregister(view)
 
 
 def refill_table(

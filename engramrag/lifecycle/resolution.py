@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, insert_frame, refill_table
+from engramrag.catalog.connection import catalog_writer, insert_frame, read_frame, refill_table, registered
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.lifecycle.freshness import code_version
@@ -30,7 +30,7 @@ from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
 from engramrag.resolve.evidence import Evidence, evidence_from_json, evidence_json
-from engramrag.resolve.inputs import live_kind_counts, live_kind_totals, unknown_kinds
+from engramrag.resolve.inputs import live_kind_counts, unknown_kinds
 from engramrag.resolve.keytable import key_kinds
 from engramrag.resolve.scored_pairs import META_KEY as PAIRS_META_KEY
 from engramrag.resolve.scored_pairs import (
@@ -106,7 +106,7 @@ def refresh_candidates(
     code = code_version()
     with catalog_writer(home, config.bucket_count) as catalog:
         labels = live_label_keys(catalog)
-        kind_totals = live_kind_totals(catalog)
+        kind_counts = live_kind_counts(catalog)
         recorded = catalog.execute("SELECT value FROM meta WHERE key = ?", [PAIRS_META_KEY]).fetchone()
         rows = catalog.execute("SELECT count(*) FROM resolution_candidates").fetchone()[0]
     vectors = _key_vectors(home, embedder, labels)
@@ -165,7 +165,7 @@ def refresh_candidates(
         vetoed=int(vetoed),
         automatic=int(automatic),
         judged=len(verdicts),
-        unknown_kinds=unknown_kinds(kind_totals),
+        unknown_kinds=unknown_kinds(kind_counts),
         evidence_quoted=len(quoted) - reused,
         evidence_reused=reused,
         embedding_searched=lists.update.searched if lists.update else 0,
@@ -221,14 +221,12 @@ def _evidence_documents(
     wanted = pd.DataFrame({"doc_id": sorted({row[0] for rows in mentions.values() for row in rows})}, dtype=object)
     if not len(wanted):
         return pd.DataFrame({"doc_id": [], "path": [], "text": []}, dtype=object)
-    catalog.register("evidence_documents", wanted)
-    try:
-        return catalog.execute(
+    with registered(catalog, "evidence_documents", wanted):
+        return read_frame(
+            catalog,
             "SELECT doc_id, path, text FROM documents WHERE doc_id IN (SELECT doc_id FROM evidence_documents) "
-            "ORDER BY path"
-        ).df()
-    finally:
-        catalog.unregister("evidence_documents")
+            "ORDER BY path",
+        )
 
 
 def _known_evidence(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from scipy import sparse
@@ -44,11 +44,7 @@ def blocked_pairs(
     the embedding lists of the previous run (``previous``), and where this run's are left (``update``).
     ``surface``: the pairs of ``surface_pairs`` for this table's keys when known (``resolve.surface_pairs``)."""
     pairs = dict(surface_pairs(table, config) if surface is None else surface)
-
-    def add(a: int, b: int) -> None:
-        if a != b:
-            pairs.setdefault((a, b) if a < b else (b, a), None)
-
+    add = _adder(pairs)
     by_compact = _by_compact(table)
     owners: dict[str, list[int]] = defaultdict(list)
     for i in range(len(table.keys)):
@@ -70,11 +66,7 @@ def surface_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, i
     containment, edit similarity) -> the edit similarity where the edit index computed it. A function of the set of
     keys and the settings only: aliases and vectors are the other legs."""
     pairs: dict[tuple[int, int], float | None] = {}
-
-    def add(a: int, b: int) -> None:
-        if a != b:
-            pairs.setdefault((a, b) if a < b else (b, a), None)
-
+    add = _adder(pairs)
     by_compact = _by_compact(table)
     for group in by_compact.values():
         _add_all(group, add)
@@ -87,6 +79,16 @@ def surface_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, i
     for pair, similarity in _edit_pairs(table, config.edit_floor, config.max_posting).items():
         pairs[pair] = similarity
     return pairs
+
+
+def _adder(pairs: dict[tuple[int, int], float | None]) -> Callable[[int, int], None]:
+    """Adds a pair of distinct rows to ``pairs`` (smaller row first), keeping an edit similarity already there."""
+
+    def add(a: int, b: int) -> None:
+        if a != b:
+            pairs.setdefault((a, b) if a < b else (b, a), None)
+
+    return add
 
 
 def _by_compact(table: KeyTable) -> dict[str, list[int]]:

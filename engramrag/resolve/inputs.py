@@ -23,14 +23,23 @@ from engramrag.resolve.kinds import core_kind, is_known
 MENTION_COLUMNS = ("doc_id", "entity_key", "label", "kind", "aliases", "mentions", "first_line", "core_kind")
 
 
+def core_kind_column(catalog: duckdb.DuckDBPyConnection) -> str:
+    """The SQL for ``entities e``'s ``core_kind``: NULL on a catalog from before it was recorded."""
+    return "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR"
+
+
+def mention_columns(catalog: duckdb.DuckDBPyConnection) -> str:
+    """The SELECT list of ``MENTION_COLUMNS`` from ``entities e``."""
+    return ", ".join(f"e.{name}" for name in MENTION_COLUMNS[:-1]) + f", {core_kind_column(catalog)} AS core_kind"
+
+
 def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """The entity mentions of the documents that are not gone, with ``core_kind`` (NULL where the catalog has
     none: rows, or a whole catalog, from before it was recorded)."""
-    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
     return read_frame(
         catalog,
         f"""
-        SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line, {core}
+        SELECT {mention_columns(catalog)}
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone ORDER BY e.doc_id, e.entity_key
         """
     ).astype(object)  # iterated row by row by resolution: Arrow-backed strings cost more than the work
@@ -39,24 +48,10 @@ def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 def live_kind_counts(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """The live mentions grouped by (label, kind, core_kind), with how many mention rows each group has in
     ``rows``: all the overlay reads of them (the kind each key is compared by), a tenth of the rows."""
-    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
     return read_frame(
         catalog,
         f"""
-        SELECT e.label, e.kind, {core}, count(*) AS rows
-        FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
-        """
-    ).astype(object)
-
-
-def live_kind_totals(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """The live mentions grouped by (kind, core_kind), with how many mention rows each group has in ``rows``: what
-    ``unknown_kinds`` reads."""
-    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
-    return read_frame(
-        catalog,
-        f"""
-        SELECT e.kind, {core}, count(*) AS rows
+        SELECT e.label, e.kind, {core_kind_column(catalog)} AS core_kind, count(*) AS rows
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
         """
     ).astype(object)
@@ -86,4 +81,12 @@ def _core(kind: str, declared: Any, custom_kinds: Mapping[str, str] | None) -> s
     return core_kind(kind, custom_kinds) if is_known(kind, custom_kinds) else None
 
 
-__all__ = ["MENTION_COLUMNS", "live_kind_counts", "live_mentions", "mention_core_kinds", "unknown_kinds"]
+__all__ = [
+    "MENTION_COLUMNS",
+    "core_kind_column",
+    "live_kind_counts",
+    "live_mentions",
+    "mention_columns",
+    "mention_core_kinds",
+    "unknown_kinds",
+]

@@ -15,22 +15,22 @@ other code (the meta row ``resolution_keys``) are all computed again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import has_column, insert_frame, read_frame
+from engramrag.catalog.connection import insert_frame, read_frame, registered
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
+from engramrag.resolve.inputs import core_kind_column, mention_columns
 from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, file_name_aliases, key_rows, mention_lists
 
 META_KEY = "resolution_keys"
 KEY_ROW_COLUMNS = ("entity_key", "inputs", "label", "kind", "check_kind", "declared", "written", "documents")
-_LABELS_VIEW = "resolution_label_keys"
+_LABELS_VIEW = "resolution_label_keys"  # (label, key): the view the queries join mentions by
 _LIVE = f"entities e JOIN documents d USING (doc_id) JOIN {_LABELS_VIEW} k ON k.label = e.label WHERE NOT d.gone"
 
 
@@ -62,11 +62,10 @@ def live_label_keys(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 def key_inputs(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> dict[str, str]:
     """Per stable key, a digest of its live mention rows and of the documents they are in (two 64-bit hash sums:
     independent of row order, computed inside DuckDB)."""
-    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL"
-    row = f"""concat_ws(chr(30), e.doc_id, e.entity_key, e.label, e.kind, coalesce({core}, chr(0)),
+    row = f"""concat_ws(chr(30), e.doc_id, e.entity_key, e.label, e.kind, coalesce({core_kind_column(catalog)}, chr(0)),
         coalesce(e.aliases::VARCHAR, chr(0)), e.mentions::VARCHAR, coalesce(e.first_line::VARCHAR, chr(0)), d.path,
         d.body_hash, CASE WHEN e.entity_key = '{DOCUMENT_KEY}' THEN coalesce(d.front_matter::VARCHAR, chr(0)) END)"""
-    with _registered(catalog, labels):
+    with registered(catalog, _LABELS_VIEW, labels[["label", "key"]]):
         found = catalog.execute(
             f"SELECT k.key, count(*), sum(hash({row})), sum(hash({row}, 1)) FROM {_LIVE} GROUP BY k.key"
         ).fetchall()
@@ -107,9 +106,8 @@ def write_key_rows(catalog: duckdb.DuckDBPyConnection, update: KeyTableUpdate, c
     if update.whole:
         catalog.execute("DELETE FROM resolution_keys")
     elif update.removed:
-        catalog.register("removed_keys", pd.DataFrame({"key": update.removed}, dtype=object))
-        catalog.execute("DELETE FROM resolution_keys WHERE entity_key IN (SELECT key FROM removed_keys)")
-        catalog.unregister("removed_keys")
+        with registered(catalog, "removed_keys", pd.DataFrame({"key": update.removed}, dtype=object)):
+            catalog.execute("DELETE FROM resolution_keys WHERE entity_key IN (SELECT key FROM removed_keys)")
     digest_of = dict(zip(update.table.keys, update.inputs, strict=True))
     frame = pd.DataFrame(
         [
@@ -126,12 +124,9 @@ def write_key_rows(catalog: duckdb.DuckDBPyConnection, update: KeyTableUpdate, c
 def mentions_of_keys(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, keys: list[str] | None) -> pd.DataFrame:
     """The live mention rows (as ``resolve.inputs.live_mentions`` has them) of ``keys`` (of every key when None)."""
     chosen = labels if keys is None else labels[labels["key"].isin(set(keys))]
-    core = "e.core_kind" if has_column(catalog, "entities", "core_kind") else "NULL::VARCHAR AS core_kind"
-    with _registered(catalog, chosen):
+    with registered(catalog, _LABELS_VIEW, chosen[["label", "key"]]):
         return read_frame(
-            catalog,
-            f"SELECT e.doc_id, e.entity_key, e.label, e.kind, e.aliases, e.mentions, e.first_line, {core} "
-            f"FROM {_LIVE} ORDER BY e.doc_id, e.entity_key"
+            catalog, f"SELECT {mention_columns(catalog)} FROM {_LIVE} ORDER BY e.doc_id, e.entity_key"
         ).astype(object)
 
 
@@ -156,29 +151,17 @@ def _front_matter(catalog: duckdb.DuckDBPyConnection, mentions: pd.DataFrame) ->
     titled = mentions.loc[mentions["entity_key"] == DOCUMENT_KEY, ["doc_id"]].drop_duplicates()
     if not len(titled):
         return pd.DataFrame({"doc_id": [], "front_matter": []}, dtype=object)
-    catalog.register("titled_documents", titled)
-    try:
+    with registered(catalog, "titled_documents", titled):
         return read_frame(
             catalog,
-            "SELECT doc_id, front_matter FROM documents WHERE doc_id IN (SELECT doc_id FROM titled_documents)"
+            "SELECT doc_id, front_matter FROM documents WHERE doc_id IN (SELECT doc_id FROM titled_documents)",
         )
-    finally:
-        catalog.unregister("titled_documents")
 
 
 def _titled_notes(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> list[tuple[str, str]]:
     """(path, title key) of every live note with a title row."""
-    with _registered(catalog, labels):
+    with registered(catalog, _LABELS_VIEW, labels[["label", "key"]]):
         return catalog.execute(
             f"SELECT d.path, k.key FROM {_LIVE} AND e.entity_key = ? AND d.path <> ''", [DOCUMENT_KEY]
         ).fetchall()
 
-
-@contextmanager
-def _registered(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> Iterator[None]:
-    """``labels`` (label, key) registered as the view the queries join mentions by."""
-    catalog.register(_LABELS_VIEW, labels[["label", "key"]])
-    try:
-        yield
-    finally:
-        catalog.unregister(_LABELS_VIEW)

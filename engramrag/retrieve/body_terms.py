@@ -47,9 +47,9 @@ class BodyTerms:
 
     def of(
         self, hashes: Sequence[str], texts: Sequence[str | None]
-    ) -> tuple[list[str], list[list[str]], list[list[str]]]:
-        """Per note (its text hash, and its text where the hash is ``missing``): the hash, its terms and its stems,
-        cut only for texts not seen before."""
+    ) -> tuple[list[list[str]], list[list[str]]]:
+        """Per note (its text hash, and its text where the hash is ``missing``): its terms and its stems, cut only
+        for texts not seen before."""
         all_terms, all_stems = [], []
         for digest, text in zip(hashes, texts, strict=True):
             stored = self.known.get(digest)
@@ -64,7 +64,7 @@ class BodyTerms:
                 self.reused += 1
             all_terms.append(stored[0].split())
             all_stems.append(stored[1].split())
-        return list(hashes), all_terms, all_stems
+        return all_terms, all_stems
 
     def save(self, folder: Path, hashes: Sequence[str]) -> None:
         """Write the terms of the texts this index holds (``hashes``), dropping those of notes gone since."""

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader, catalog_writer, read_frame
+from engramrag.catalog.connection import catalog_reader, catalog_writer, read_frame, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import BodyTerms
@@ -256,11 +256,10 @@ def _passages(catalog: duckdb.DuckDBPyConnection, embedded: str, body_terms: Bod
     wanted = pd.DataFrame({"doc_id": passages.loc[passages["body_hash"].isin(missing), "doc_id"]}, dtype=object)
     texts: dict[str, str] = {}
     if len(wanted):
-        catalog.register("wanted_texts", wanted)
-        texts = dict(catalog.execute(
-            "SELECT doc_id, coalesce(text, '') FROM documents WHERE doc_id IN (SELECT doc_id FROM wanted_texts)"
-        ).fetchall())  # fmt: skip
-        catalog.unregister("wanted_texts")
+        with registered(catalog, "wanted_texts", wanted):
+            texts = dict(catalog.execute(
+                "SELECT doc_id, coalesce(text, '') FROM documents WHERE doc_id IN (SELECT doc_id FROM wanted_texts)"
+            ).fetchall())  # fmt: skip
     return passages.assign(body=pd.Series([texts.get(d) for d in passages["doc_id"]], index=passages.index,
                                           dtype=object))  # fmt: skip
 

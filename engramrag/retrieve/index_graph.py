@@ -101,7 +101,8 @@ def assemble_graph(
     label_terms = {term for listed_wordings in term_lists for listed in listed_wordings for term in listed}
     bodies = passages["body"].tolist()  # None for notes whose terms ``body_terms`` knows
     # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
-    body_hashes, note_terms, note_stems = (body_terms or BodyTerms()).of(passages["body_hash"].tolist(), bodies)
+    body_hashes = passages["body_hash"].tolist()
+    note_terms, note_stems = (body_terms or BodyTerms()).of(body_hashes, bodies)
     frequency = _document_frequency(note_terms, label_terms)
     return {
         "entity_count": entity_count,
