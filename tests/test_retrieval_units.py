@@ -122,6 +122,23 @@ def test_neighbours_break_ties_by_index_and_an_update_equals_a_full_search() -> 
     assert unchanged.recomputed == 0 and np.array_equal(unchanged.neighbours.indices, full.indices)
 
 
+def test_neighbours_found_through_column_groups_equal_an_exact_ordering_of_every_pair() -> None:
+    # Enough labels that candidates are chosen by column groups (neighbours._widest), with tied groups larger
+    # than k spread across groups and a last, partial group.
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(2_500 + 37, 24)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[rng.choice(len(vectors), 300, replace=False)] = vectors[5]
+    vectors[-10:] = vectors[2_000]
+    found = nearest_neighbours(vectors, k=5)
+    exact = np.round(vectors.astype(np.float64) @ vectors.astype(np.float64).T, 6)
+    np.fill_diagonal(exact, -np.inf)
+    columns = np.broadcast_to(np.arange(len(vectors)), exact.shape)
+    expected = np.lexsort((columns, -exact), axis=1)[:, :5]
+    assert np.array_equal(found.indices, expected)
+    assert np.array_equal(found.similarities, np.take_along_axis(exact, expected, axis=1).astype(np.float32))
+
+
 def exact_ppr(graph: ig.Graph, reset: dict[int, float], damping: float) -> np.ndarray:
     """Personalized PageRank by solving the linear system directly, for comparison."""
     n = graph.vcount()

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from engramrag.vectors.fts_text import fts_text
+from engramrag.vectors.fts_text import fts_tokens
 
 STOP_WORDS = frozenset(
     [
@@ -30,7 +30,7 @@ STOP_WORDS = frozenset(
 
 def terms(text: str) -> list[str]:
     """The matching terms of a label or query, in order, without function words."""
-    return [term for term in fts_text(text).split() if term not in STOP_WORDS]
+    return [term for term in fts_tokens(text) if term not in STOP_WORDS]
 
 
 def smoothed_idf(document_frequency: int, total: int) -> float:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BLOCK = 2048
+GROUP = 64  # columns per group when choosing a row's candidates (_widest)
 DIGITS = 6
 # Float32 products are off by about 1e-7: candidates are taken this much wider than k, and a row whose k-th
 # similarity lies within MARGIN of the widest candidate's is computed exactly over all labels.
@@ -138,7 +139,7 @@ def _rows_against_all(vectors: np.ndarray, rows: np.ndarray, k: int) -> Neighbou
         chosen = rows[start : start + BLOCK]
         block = vectors[chosen] @ vectors.T
         block[np.arange(len(chosen)), chosen] = -np.inf  # a label is not its own neighbour
-        candidates = np.argpartition(-block, wide - 1, axis=1)[:, :wide]
+        candidates = _widest(block, wide)
         floor = np.take_along_axis(block, candidates, axis=1).min(axis=1)
         top, top_sims = _ordered(candidates, _pair_similarities(vectors, chosen, candidates), width)
         if wide < n - 1:
@@ -154,6 +155,27 @@ def _rows_against_all(vectors: np.ndarray, rows: np.ndarray, k: int) -> Neighbou
         indices[start : start + len(chosen), :width] = top
         similarities[start : start + len(chosen), :width] = top_sims
     return Neighbours(indices, similarities)
+
+
+def _widest(block: np.ndarray, wide: int) -> np.ndarray:
+    """Per row of ``block``, the columns of its ``wide`` largest values (ties at the smallest of them broken
+    arbitrarily, as ``argpartition`` does).
+
+    Columns are taken in groups of ``GROUP``: a row's ``wide`` largest values lie in its ``wide`` groups of largest
+    maximum (a group outside them holds nothing above the ``wide``-th value), so only those groups and the last,
+    partial one are partitioned. A group maximum is a vectorised reduction; partitioning whole rows of 26,880
+    labels was half of the neighbour search at 10,000 notes."""
+    rows, columns = block.shape
+    grouped = columns // GROUP
+    if grouped <= wide:
+        return np.argpartition(-block, wide - 1, axis=1)[:, :wide]
+    maxima = block[:, : grouped * GROUP].reshape(rows, grouped, GROUP).max(axis=2)
+    groups = np.argpartition(-maxima, wide - 1, axis=1)[:, :wide]
+    pool = (groups[:, :, None] * GROUP + np.arange(GROUP)).reshape(rows, -1)
+    tail = np.arange(grouped * GROUP, columns)  # the last, partial group: always a candidate
+    pool = np.concatenate([pool, np.broadcast_to(tail, (rows, len(tail)))], axis=1)
+    chosen = np.argpartition(-np.take_along_axis(block, pool, axis=1), wide - 1, axis=1)[:, :wide]
+    return np.take_along_axis(pool, chosen, axis=1)
 
 
 def _pair_similarities(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -20,15 +20,26 @@ scored exactly as with ``simple`` alone (same MuSiQue figures). Queries pass thr
 
 from __future__ import annotations
 
-from engramrag.embed.tokens import is_cjk, word_runs
+import re
+
+from engramrag.embed.tokens import CJK_RANGES, normalise
+
+# The runs of engramrag.embed.tokens.word_runs, with CJK runs of two or more characters in the first group and
+# every other run in the second, so the script of a run is known without testing each word again.
+_RUNS = re.compile(f"([{CJK_RANGES}]{{2,}})|([{CJK_RANGES}]|[^\\W{CJK_RANGES}]+)")
+
+
+def fts_tokens(text: str) -> list[str]:
+    """The tokens the full-text index stores for ``text``, in order."""
+    tokens: list[str] = []
+    for cjk_run, word in _RUNS.findall(normalise(text)):
+        if word:
+            tokens.append(word)
+        else:
+            tokens.extend([cjk_run[i : i + 2] for i in range(len(cjk_run) - 1)])
+    return tokens
 
 
 def fts_text(text: str) -> str:
     """The space-separated tokens the full-text index stores for ``text`` (and searches for a query)."""
-    tokens: list[str] = []
-    for word in word_runs(text):
-        if is_cjk(word) and len(word) > 1:
-            tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
-        else:
-            tokens.append(word)
-    return " ".join(tokens)
+    return " ".join(fts_tokens(text))
