@@ -81,7 +81,7 @@ def run(
                 table.drop_index(index.name)
         data = table.to_arrow().select(["row_id", "vector"])
         rows = data.num_rows
-        matrix = data.column("vector").combine_chunks().flatten().to_numpy().reshape(rows, -1)
+        matrix = data.column("vector").combine_chunks().flatten().to_numpy().reshape(rows, -1).astype(np.float32)
         ids = {row_id: i for i, row_id in enumerate(data.column("row_id").to_pylist())}
         rng = np.random.default_rng(0)
         picked = matrix[rng.choice(rows, query_count, replace=False)]

@@ -197,6 +197,34 @@ def test_a_labels_table_of_one_row_per_mention_is_replaced(tmp_path: Path) -> No
     assert add_labels(store, ["Dagster"]) == 1
 
 
+def test_document_vectors_are_half_precision_and_a_float32_table_keeps_its_type(tmp_path: Path,
+                                                                              filled: VectorStore) -> None:  # fmt: skip
+    import lancedb
+    import numpy as np
+    import pyarrow as pa
+
+    types = {name: filled.table(name).schema.field("vector").type.value_type for name in TABLES}
+    assert types == {"chunks": pa.float16(), "triples": pa.float16(), "entity_labels": pa.float32()}
+    # Half precision changes a cosine by about 1e-3: the nearest chunk is still the right one, with its score.
+    query = EMBEDDER.embed([CHUNKS[KO][0]])[0]
+    hit = filled.search_vector("chunks", query, k=1)[0]
+    assert (hit["doc_id"], hit["chunk_index"]) == (KO, 0)
+    assert hit["score"] == pytest.approx(1.0, abs=2e-3)
+
+    # A home whose chunks table was written before half precision keeps float32 rows and still takes writes.
+    path = tmp_path / "older"
+    float32 = pa.schema([field if field.name != "vector" else pa.field(
+        "vector", pa.list_(pa.float32(), EMBEDDER.dimension), nullable=False)
+        for field in schema("chunks", EMBEDDER.dimension, EMBEDDER.name)],
+        metadata=schema("chunks", EMBEDDER.dimension, EMBEDDER.name).metadata)  # fmt: skip
+    lancedb.connect(str(path)).create_table("chunks", schema=float32)
+    older = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name)
+    older.replace_documents("chunks", [EN], chunk_rows(EN, CHUNKS[EN]))
+    assert older.table("chunks").schema.field("vector").type.value_type == pa.float32()
+    stored = older.table("chunks").to_arrow().column("vector").combine_chunks().flatten().to_numpy()
+    assert np.array_equal(stored.reshape(2, -1), EMBEDDER.embed(CHUNKS[EN]))
+
+
 def test_full_text_before_the_index_is_built(store: VectorStore) -> None:
     store.replace_documents("chunks", [EN], chunk_rows(EN, CHUNKS[EN]))
     with pytest.raises(RuntimeError, match="create_fts_index"):

@@ -224,6 +224,7 @@ class VectorStore:
         if not table.num_rows:
             return {}
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dimension)
+        vectors = vectors.astype(np.float32, copy=False)
         return {label: vectors[i] for i, label in enumerate(table.column("text").to_pylist())}
 
     def stored_labels(self) -> set[str]:
@@ -280,7 +281,8 @@ class VectorStore:
             )
 
     def _arrow_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-        target = schema(table, self.dimension, self.embedder)
+        # The table's own schema: one created before VECTOR_TYPES keeps its float32 vectors until rebuilt.
+        target = self.table(table).schema
         vectors = np.asarray([row["vector"] for row in rows], dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
             raise ValueError(f"{table}: vectors must have {self.dimension} dimensions, got shape {vectors.shape}")
@@ -291,7 +293,9 @@ class VectorStore:
         columns: dict[str, Any] = {}
         for field in target:
             if field.name == "vector":
-                columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dimension)
+                stored = field.type.value_type
+                values = pa.array(vectors.reshape(-1).astype(stored.to_pandas_dtype(), copy=False), stored)
+                columns["vector"] = pa.FixedSizeListArray.from_arrays(values, self.dimension)
             elif field.name == "row_id":
                 columns["row_id"] = pa.array(ids, pa.string())
             elif field.name == FTS_COLUMN:
