@@ -147,6 +147,24 @@ class QuadStore:
     def quad_count(self) -> int:
         return len(self._store)
 
+    def matching(
+        self, predicate: str, obj: str | None = None, graphs: Sequence[str] | None = None
+    ) -> Iterator[ox.Quad]:
+        """The quads of the named graphs (or of ``graphs``) with this predicate IRI (and object IRI): one index
+        range in Oxigraph, without a query plan (a SPARQL join of two such patterns took 9.6 s where each pattern
+        alone takes 0.3 s at 10,000 notes)."""
+        pattern = (None, ox.NamedNode(predicate), ox.NamedNode(obj) if obj is not None else None)
+        if graphs is None:
+            for quad in self._store.quads_for_pattern(*pattern, None):
+                if isinstance(quad.graph_name, ox.NamedNode):
+                    yield quad
+            return
+        for graph in graphs:
+            yield from self._store.quads_for_pattern(*pattern, ox.NamedNode(graph))
+
+    def contains(self, quad: ox.Quad) -> bool:
+        return quad in self._store
+
     def query(self, sparql: str, **options: Any):
         """A SPARQL query; ``options`` go to Oxigraph (``use_default_graph_as_union``, ``prefixes``…)."""
         return self._store.query(sparql, **options)
