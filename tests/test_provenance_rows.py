@@ -15,8 +15,11 @@ from engramrag.ontology.quadstore import QuadStore
 from engramrag.ontology.vocab import ENGRAM, PAV, PROV, RDF, analysis_graph_iri, document_iri
 from engramrag.store import Home
 
-TYPE, STATEMENT, DOCUMENT = ox.NamedNode(str(RDF.type)), ox.NamedNode(str(ENGRAM.Statement)), ox.NamedNode(
-    str(ENGRAM.Document))
+TYPE, STATEMENT, DOCUMENT = (
+    ox.NamedNode(str(RDF.type)),
+    ox.NamedNode(str(ENGRAM.Statement)),
+    ox.NamedNode(str(ENGRAM.Document)),
+)
 DERIVED, CREATED, AUTHORED = (ox.NamedNode(str(PROV.wasDerivedFrom)), ox.NamedNode(str(PAV.createdBy)),
                               ox.NamedNode(str(PAV.authoredBy)))  # fmt: skip
 RULES, MODEL = ox.NamedNode("urn:engram:extractor:rules"), ox.NamedNode("urn:engram:extractor:model")
@@ -56,27 +59,39 @@ def home(tmp_path: Path) -> Home:
     a, a_analysis = (ox.NamedNode(str(iri)) for iri in (document_iri("a.md"), analysis_graph_iri("a.md")))
     b = ox.NamedNode(str(document_iri("b.md")))
     damaged = ox.NamedNode(str(document_iri("damaged.md")))
-    stray, stray_analysis = ox.NamedNode(str(document_iri("stray.md"))), ox.NamedNode(
-        str(analysis_graph_iri("stray.md")))
+    stray, stray_analysis = (
+        ox.NamedNode(str(document_iri("stray.md"))),
+        ox.NamedNode(str(analysis_graph_iri("stray.md"))),
+    )
     rows = [
         # a.md: the graph states its document and extractor once; statements of every kind.
-        (a, TYPE, DOCUMENT, a), (a, CREATED, RULES, a), (a, AUTHORED, ox.Literal("Minji"), a),
+        (a, TYPE, DOCUMENT, a),
+        (a, CREATED, RULES, a),
+        (a, AUTHORED, ox.Literal("Minji"), a),
         *[(node(a, f"plain{i}"), TYPE, STATEMENT, a) for i in range(5)],
-        (node(a, "reviewed"), TYPE, STATEMENT, a), (node(a, "reviewed"), DERIVED, a, a),
+        (node(a, "reviewed"), TYPE, STATEMENT, a),
+        (node(a, "reviewed"), DERIVED, a, a),
         (node(a, "reviewed"), CREATED, MODEL, a),
-        (node(a, "elsewhere"), TYPE, STATEMENT, a), (node(a, "elsewhere"), DERIVED, b, a),
-        (node(a, "two"), TYPE, STATEMENT, a), (node(a, "two"), CREATED, RULES, a), (node(a, "two"), CREATED, MODEL, a),
+        (node(a, "elsewhere"), TYPE, STATEMENT, a),
+        (node(a, "elsewhere"), DERIVED, b, a),
+        (node(a, "two"), TYPE, STATEMENT, a),
+        (node(a, "two"), CREATED, RULES, a),
+        (node(a, "two"), CREATED, MODEL, a),
         (node(a, "not-a-statement"), DERIVED, b, a),
-        (a_analysis, DERIVED, a, a_analysis), (a_analysis, CREATED, RULES, a_analysis),
+        (a_analysis, DERIVED, a, a_analysis),
+        (a_analysis, CREATED, RULES, a_analysis),
         *[(node(a, f"pair{i}"), TYPE, STATEMENT, a_analysis) for i in range(3)],
         # b.md: its graph states no extractor.
-        (b, TYPE, DOCUMENT, b), (node(b, "one"), TYPE, STATEMENT, b),
+        (b, TYPE, DOCUMENT, b),
+        (node(b, "one"), TYPE, STATEMENT, b),
         # damaged.md: its graph lost its document; one statement names its own.
         (damaged, CREATED, RULES, damaged),
         *[(node(damaged, f"lost{i}"), TYPE, STATEMENT, damaged) for i in range(3)],
-        (node(damaged, "kept"), TYPE, STATEMENT, damaged), (node(damaged, "kept"), DERIVED, damaged, damaged),
+        (node(damaged, "kept"), TYPE, STATEMENT, damaged),
+        (node(damaged, "kept"), DERIVED, damaged, damaged),
         # stray.md: an analysis graph that names another document, with an author assertion.
-        (stray_analysis, DERIVED, a, stray_analysis), (stray_analysis, CREATED, RULES, stray_analysis),
+        (stray_analysis, DERIVED, a, stray_analysis),
+        (stray_analysis, CREATED, RULES, stray_analysis),
         (node(stray, "x"), TYPE, STATEMENT, stray_analysis),
         (node(stray, "x"), AUTHORED, ox.Literal("Minji"), stray_analysis),
         (stray, TYPE, DOCUMENT, stray),
@@ -99,8 +114,10 @@ def check_rows(store: QuadStore) -> None:
     failing = {statement for statement, *_ in found if statement is not None}
     damaged = str(document_iri("damaged.md"))
     assert failing == {
-        f"{document_iri('a.md')}#s-elsewhere", f"{document_iri('b.md')}#s-one",
-        *(f"{damaged}#s-lost{i}" for i in range(3)), f"{damaged}#s-kept",  # kept: its graph names no extractor
+        f"{document_iri('a.md')}#s-elsewhere",
+        f"{document_iri('b.md')}#s-one",
+        *(f"{damaged}#s-lost{i}" for i in range(3)),
+        f"{damaged}#s-kept",  # kept: its graph names no extractor
         f"{document_iri('stray.md')}#s-x",
     }
     assert sum(found.values()) == 18 and found[(None, True, True, True)] == 11
@@ -114,8 +131,9 @@ def check_rows(store: QuadStore) -> None:
         *((f"{damaged}#s-lost{i}", False, False, False) for i in range(3)),
         (f"{damaged}#s-kept", True, False, True),
     }
-    assert scoped == Counter({key: count for key, count in found.items() if key[0] is None or key[0].startswith(
-        tuple(scope))}) - Counter({(None, True, True, True): 3})  # without a.md's analysis pairs
+    assert scoped == Counter(
+        {key: count for key, count in found.items() if key[0] is None or key[0].startswith(tuple(scope))}
+    ) - Counter({(None, True, True, True): 3})  # without a.md's analysis pairs
 
 
 def test_the_checks_over_the_whole_store_report_the_damage(home: Home) -> None:

@@ -143,13 +143,14 @@ def analysis_graphs_hold_no_author_assertions(home: Home, documents: list[str] |
 
 
 def _statement_rows(quads: QuadStore, graphs: list[str] | None) -> list[_StatementRow]:
-    """One narrow row per statement node of ``graphs`` (None: every named graph), as the check's SPARQL reading
-    would give them: a statement's own ``prov:wasDerivedFrom``/``pav:createdBy`` (one row per combination of its
-    values) or else its graph's.
+    """One narrow row per statement node of ``graphs`` (None: every named graph): its own
+    ``prov:wasDerivedFrom``/``pav:createdBy`` (a row per combination of its values) or else its graph's, and its
+    IRI only where a flag fails. The rows of one SPARQL solution per statement with OPTIONAL joins for its own
+    provenance (``tests/test_provenance_rows.py`` keeps that query as the reference).
 
-    Read as pattern ranges and counts rather than one SPARQL row per statement: the OPTIONAL joins that query made
-    cost 21 s at 10,000 notes (403,441 statement nodes) and 1,352 s at 100,000, where counting the statements per
-    graph takes 0.4 s and the few statements with their own provenance are read one by one."""
+    Read as counts and pattern ranges instead: those OPTIONAL joins cost 21 s at 10,000 notes (403,441 statement
+    nodes) and about 1,350 s at 100,000, where counting the statements per graph takes 0.4 s and the few statements
+    with provenance of their own (3,931) are found from the two predicates' ranges."""
     if graphs is None:
         counts = {row["g"].value: int(row["n"].value) for row in quads.query(STATEMENTS_PER_GRAPH)}
     else:
