@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from engramrag.catalog.schema import METRICS_DEFINED_IN, METRICS_TABLES, SCHEMA_VERSION, TABLES, metrics_table
 from engramrag.store import Home
@@ -86,7 +87,23 @@ def read_frame(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
         table = catalog.execute(query, list(parameters) if parameters else []).to_arrow_table()
-    return table.combine_chunks().to_pandas()  # one chunk: later pandas work on many small ones was slower
+    table = table.combine_chunks()  # one chunk: later pandas work on many small ones was slower
+    frame = table.to_pandas()
+    # Arrow makes an integer column with NULLs float64 and a boolean one object; ``.df()`` makes them pandas'
+    # nullable Int32/Int64 and boolean (and keeps numpy types where nothing is NULL).
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if column.null_count and (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
+            frame[name] = column.to_pandas(types_mapper=_nullable_dtype)
+    return frame
+
+
+def _nullable_dtype(arrow_type: pa.DataType) -> pd.api.extensions.ExtensionDtype | None:
+    if pa.types.is_boolean(arrow_type):
+        return pd.BooleanDtype()
+    if pa.types.is_integer(arrow_type):
+        return pd.api.types.pandas_dtype(("UInt" if pa.types.is_unsigned_integer(arrow_type) else "Int")
+                                         + str(arrow_type.bit_width))  # fmt: skip
+    return None
 
 
 @contextmanager
@@ -95,8 +112,13 @@ def registered(catalog: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFram
     catalog.register(name, frame)
     try:
         yield
-    finally:
-        catalog.unregister(name)
+    except BaseException:
+        # In a failed transaction DuckDB refuses every statement, unregister too, until ROLLBACK: the error raised
+        # in the block is the one to report (the rollback or the connection's close drops the view).
+        with suppress(duckdb.Error):
+            catalog.unregister(name)
+        raise
+    catalog.unregister(name)
 
 
 def insert_frame(

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.connection import catalog_writer, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.store import Home
@@ -135,8 +135,7 @@ def _plan_bucket(
 def _rows(catalog: duckdb.DuckDBPyConnection, todo: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
     if not todo:
         return {table: [] for table in DOCUMENT_TABLES}
-    catalog.register("todo_docs", pd.DataFrame({"doc_id": list(todo)}))
-    try:
+    with registered(catalog, "todo_docs", pd.DataFrame({"doc_id": list(todo)})):
         chunks = catalog.execute(
             """
             SELECT c.doc_id, d.bucket, c.chunk_index, c.text, c.line_start, c.line_end, d.title, c.heading_path
@@ -155,8 +154,6 @@ def _rows(catalog: duckdb.DuckDBPyConnection, todo: dict[str, str]) -> dict[str,
             ORDER BY s.doc_id, s.statement_id
             """
         ).df()
-    finally:
-        catalog.unregister("todo_docs")
     triples["text"] = triples["subject"] + " " + triples["predicate"] + " " + triples["object"]
     chunk_rows = chunks.drop(columns=["title", "heading_path"]).to_dict("records")
     for row, title, heading in zip(chunk_rows, chunks["title"], chunks["heading_path"], strict=True):

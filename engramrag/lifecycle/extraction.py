@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, insert_frame
+from engramrag.catalog.connection import catalog_writer, insert_frame, registered
 from engramrag.catalog.schema import NEEDS_EXTRACTION
 from engramrag.extract.base import Extraction, Extractor
 from engramrag.extract.registry import extractor_id
@@ -221,13 +221,12 @@ def _write_bucket(catalog, gone, deletions, done, rows, runs, calls) -> None:
         for table, table_rows in rows.items():
             _append(catalog, table, table_rows)
         if done:
-            catalog.register("extracted_now", pd.DataFrame(done))
-            catalog.execute(
-                """UPDATE documents SET extracted_hash = e.body_hash, extractor = e.extractor,
-                extracted_at = e.extracted_at, quads = e.quads, statements = e.statements, entities = e.entities
-                FROM extracted_now e WHERE documents.doc_id = e.doc_id"""
-            )
-            catalog.unregister("extracted_now")
+            with registered(catalog, "extracted_now", pd.DataFrame(done)):
+                catalog.execute(
+                    """UPDATE documents SET extracted_hash = e.body_hash, extractor = e.extractor,
+                    extracted_at = e.extracted_at, quads = e.quads, statements = e.statements, entities = e.entities
+                    FROM extracted_now e WHERE documents.doc_id = e.doc_id"""
+                )
         _append(catalog, "deletions", deletions)
         _append(catalog, "extraction_runs", runs)
         _append(catalog, "llm_calls", calls)

@@ -193,24 +193,22 @@ def _write_candidates(
             plan.dropped + list(zip(frame["left_key"], frame["right_key"], strict=True)),
             columns=["left_key", "right_key"], dtype=object,
         )  # fmt: skip
-        catalog.register("stale_keys", stale)
-        catalog.register("replaced_pairs", pairs)
-        catalog.execute(
-            "DELETE FROM resolution_candidates WHERE left_key IN (SELECT key FROM stale_keys) "
-            "OR right_key IN (SELECT key FROM stale_keys)"
-        )
-        catalog.execute(
-            "DELETE FROM resolution_candidates c USING replaced_pairs p "
-            "WHERE c.left_key = p.left_key AND c.right_key = p.right_key"
-        )
-        catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT key FROM stale_keys)")
-        catalog.unregister("stale_keys")
-        catalog.unregister("replaced_pairs")
+        with registered(catalog, "stale_keys", stale), registered(catalog, "replaced_pairs", pairs):
+            catalog.execute(
+                "DELETE FROM resolution_candidates WHERE left_key IN (SELECT key FROM stale_keys) "
+                "OR right_key IN (SELECT key FROM stale_keys)"
+            )
+            catalog.execute(
+                "DELETE FROM resolution_candidates c USING replaced_pairs p "
+                "WHERE c.left_key = p.left_key AND c.right_key = p.right_key"
+            )
+            catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT key FROM stale_keys)")
     insert_frame(catalog, "resolution_candidates", frame)
     if len(evidence):
-        catalog.register("evidence_keys", evidence[["entity_key"]])
-        catalog.execute("DELETE FROM resolution_evidence WHERE entity_key IN (SELECT entity_key FROM evidence_keys)")
-        catalog.unregister("evidence_keys")
+        with registered(catalog, "evidence_keys", evidence[["entity_key"]]):
+            catalog.execute(
+                "DELETE FROM resolution_evidence WHERE entity_key IN (SELECT entity_key FROM evidence_keys)"
+            )
         insert_frame(catalog, "resolution_evidence", evidence)
 
 
@@ -234,12 +232,11 @@ def _known_evidence(
 ) -> dict[str, tuple[str, tuple[Evidence, ...]]]:
     """The evidence earlier runs quoted (of ``keys`` only, when given): per key, its signature and sentences."""
     query = "SELECT entity_key, signature, evidence FROM resolution_evidence"
-    if keys is not None:
-        catalog.register("asked_keys", pd.DataFrame({"key": sorted(keys)}, dtype=object))
-        query += " WHERE entity_key IN (SELECT key FROM asked_keys)"
-    rows = catalog.execute(query).fetchall()
-    if keys is not None:
-        catalog.unregister("asked_keys")
+    if keys is None:
+        rows = catalog.execute(query).fetchall()
+    else:
+        with registered(catalog, "asked_keys", pd.DataFrame({"key": sorted(keys)}, dtype=object)):
+            rows = catalog.execute(query + " WHERE entity_key IN (SELECT key FROM asked_keys)").fetchall()
     return {key: (signature, evidence_from_json(evidence)) for key, signature, evidence in rows}
 
 

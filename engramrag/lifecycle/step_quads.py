@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 import pyoxigraph as ox
 
+from engramrag.catalog.connection import registered
 from engramrag.ontology.quadstore import QuadStore, QuadSwap
 from engramrag.store import Home
 
@@ -32,13 +33,11 @@ def record_swap(catalog: duckdb.DuckDBPyConnection, table: str, swap: QuadSwap) 
     table = _checked(table)
     # As frames: executemany costs about 150 us a row (700,000 quads at 10,000 notes on a first build: minutes).
     if swap.released:
-        catalog.register("released_quads", pd.DataFrame({"nquad": swap.released}))
-        catalog.execute(f"DELETE FROM {table} WHERE nquad IN (SELECT nquad FROM released_quads)")
-        catalog.unregister("released_quads")
+        with registered(catalog, "released_quads", pd.DataFrame({"nquad": swap.released})):
+            catalog.execute(f"DELETE FROM {table} WHERE nquad IN (SELECT nquad FROM released_quads)")
     if swap.claimed:
-        catalog.register("claimed_quads", pd.DataFrame({"nquad": swap.claimed}))
-        catalog.execute(f"INSERT INTO {table} SELECT nquad FROM claimed_quads")
-        catalog.unregister("claimed_quads")
+        with registered(catalog, "claimed_quads", pd.DataFrame({"nquad": swap.claimed})):
+            catalog.execute(f"INSERT INTO {table} SELECT nquad FROM claimed_quads")
 
 
 def _checked(table: str) -> str:

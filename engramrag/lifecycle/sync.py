@@ -22,7 +22,7 @@ import duckdb
 import pandas as pd
 
 from engramrag.agent.approvals import AWAITING_APPROVAL, ApprovalGate
-from engramrag.catalog.connection import catalog_writer, remember_vault
+from engramrag.catalog.connection import catalog_writer, registered, remember_vault
 from engramrag.lifecycle.scan import VaultFile, scan_vault
 from engramrag.progress import Progress
 from engramrag.store import Home
@@ -221,14 +221,13 @@ def _sync_bucket(
     try:
         if upserts:
             frame = pd.DataFrame(upserts, columns=DOCUMENT_COLUMNS)
-            catalog.register("incoming_documents", frame)
-            catalog.execute(
-                f"""INSERT INTO documents ({", ".join(DOCUMENT_COLUMNS)})
-                SELECT {", ".join(DOCUMENT_COLUMNS)} FROM incoming_documents
-                ON CONFLICT (doc_id) DO UPDATE SET
-                {", ".join(f"{column} = excluded.{column}" for column in DOCUMENT_COLUMNS[1:])}, gone = FALSE"""
-            )
-            catalog.unregister("incoming_documents")
+            with registered(catalog, "incoming_documents", frame):
+                catalog.execute(
+                    f"""INSERT INTO documents ({", ".join(DOCUMENT_COLUMNS)})
+                    SELECT {", ".join(DOCUMENT_COLUMNS)} FROM incoming_documents
+                    ON CONFLICT (doc_id) DO UPDATE SET
+                    {", ".join(f"{column} = excluded.{column}" for column in DOCUMENT_COLUMNS[1:])}, gone = FALSE"""
+                )
         if touched:
             catalog.executemany(
                 "UPDATE documents SET mtime_ns = ?, doc_date = CASE WHEN date_source = 'mtime' THEN ? "

@@ -322,11 +322,10 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             ("superseded_decisions", graph["superseded"]),
             ("document_supersessions", graph["document_supersessions"]),
         ):
-            db.register("frame", frame)
             # Statements are read back in row order, which is the order a search prefers them in.
             order = f" ORDER BY {PREFERENCE_ORDER}" if name == "edge_statements" else ""
-            db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame{order}")
-            db.unregister("frame")
+            with registered(db, "frame", frame):
+                db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame{order}")
         db.execute("CREATE INDEX label_terms_term ON label_terms (term)")
     # The unique labels' vectors (copied from LanceDB's entity_labels, which stays the store of record) as a
     # plain matrix: one query against 12,492 labels took 17-100 ms through LanceDB's flat search and 1 ms as

@@ -1,0 +1,50 @@
+"""The catalog's frame helpers (catalog/connection.py) on an in-memory DuckDB: no build."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pytest
+
+from engramrag.catalog.connection import insert_frame, read_frame, registered
+
+
+def test_a_registered_frame_is_a_view_inside_the_block_only() -> None:
+    db = duckdb.connect()
+    with registered(db, "incoming", pd.DataFrame({"a": [1, 2, 3]})):
+        assert db.execute("SELECT sum(a) FROM incoming").fetchall() == [(6,)]
+    with pytest.raises(duckdb.CatalogException):
+        db.execute("SELECT * FROM incoming")
+
+
+def test_an_error_inside_a_transaction_is_reported_as_itself_and_the_catalog_recovers() -> None:
+    db = duckdb.connect()
+    db.execute("CREATE TABLE documents (doc_id VARCHAR PRIMARY KEY, title VARCHAR)")
+    db.execute("INSERT INTO documents VALUES ('d1', 'first')")
+    db.execute("BEGIN")
+    # DuckDB refuses unregister in the aborted transaction; the caller must still see the constraint it broke.
+    with pytest.raises(duckdb.ConstraintException, match="d1"):
+        insert_frame(db, "documents", pd.DataFrame({"doc_id": ["d2", "d1"], "title": ["second", "again"]}))
+    db.execute("ROLLBACK")
+    insert_frame(db, "documents", pd.DataFrame({"doc_id": ["d2"], "title": ["second"]}))
+    assert db.execute("SELECT doc_id FROM documents ORDER BY doc_id").fetchall() == [("d1",), ("d2",)]
+
+
+def test_read_frame_gives_the_frame_duckdb_gives() -> None:
+    db = duckdb.connect()
+    db.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('a', 1, 1::BIGINT, 7, true, [1, 2], 0.5::DOUBLE, NULL::VARCHAR),"
+        " ('b', NULL, NULL, 8, NULL, [], NULL, 'x'), ('한글', 3, 3, 9, false, NULL, 2.0, 'y'))"
+        " v(name, count, big, whole, flag, list, score, note)"
+    )
+    query = "SELECT * FROM t ORDER BY name"
+    expected = db.execute(query).df()
+    found = read_frame(db, query)
+    # Integers and booleans with NULLs are pandas' nullable types, as .df() makes them; without NULLs numpy's.
+    assert list(found.dtypes) == list(expected.dtypes)
+    assert [str(found[c].dtype) for c in ("count", "big", "whole", "flag")] == ["Int32", "Int64", "int32", "boolean"]
+    assert found.drop(columns=["list"]).equals(expected.drop(columns=["list"]))
+    def lists(column: pd.Series) -> list:
+        return [None if not hasattr(value, "__len__") else list(value) for value in column]
+
+    assert lists(found["list"]) == lists(expected["list"]) == [[1, 2], [], None]
