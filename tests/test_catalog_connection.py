@@ -48,3 +48,17 @@ def test_read_frame_gives_the_frame_duckdb_gives() -> None:
         return [None if not hasattr(value, "__len__") else list(value) for value in column]
 
     assert lists(found["list"]) == lists(expected["list"]) == [[1, 2], [], None]
+
+
+def test_a_writer_creates_every_table_and_brings_back_one_that_was_dropped(tmp_path) -> None:
+    from engramrag.catalog.connection import catalog_writer
+    from engramrag.catalog.schema import TABLE_NAMES
+    from engramrag.store import Home
+
+    home = Home.at(tmp_path / "home")
+    with catalog_writer(home, 4) as catalog:
+        created = {name for (name,) in catalog.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        catalog.execute("DROP TABLE resolution_keys")
+    assert created == TABLE_NAMES and len(TABLE_NAMES) > 30
+    with catalog_writer(home, 4) as catalog:  # a current catalog missing a table is not skipped
+        assert catalog.execute("SELECT count(*) FROM resolution_keys").fetchall() == [(0,)]

@@ -11,7 +11,14 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from engramrag.catalog.schema import METRICS_DEFINED_IN, METRICS_TABLES, SCHEMA_VERSION, TABLES, metrics_table
+from engramrag.catalog.schema import (
+    METRICS_DEFINED_IN,
+    METRICS_TABLES,
+    SCHEMA_VERSION,
+    TABLE_NAMES,
+    TABLES,
+    metrics_table,
+)
 from engramrag.store import Home
 
 
@@ -162,10 +169,16 @@ def replace_rows(
 
 def _ensure_schema(connection: duckdb.DuckDBPyConnection) -> None:
     version = _schema_version(connection)
+    if version == SCHEMA_VERSION and _table_names(connection) >= TABLE_NAMES:
+        return  # nothing to create or alter: the statements cost ~35 ms and a build opens the catalog ~100 times
     if version is not None and version < METRICS_DEFINED_IN:
         _drop_reshaped_metrics(connection)
     # Every statement is CREATE ... IF NOT EXISTS, so a catalog from before a new table gains it here.
     connection.execute(TABLES)
+
+
+def _table_names(connection: duckdb.DuckDBPyConnection) -> set[str]:
+    return {name for (name,) in connection.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
 
 
 def _schema_version(connection: duckdb.DuckDBPyConnection) -> int | None:

@@ -47,6 +47,8 @@ the mention rows and documents it was computed from (``resolve.stored_keys``), s
 rows of keys whose mentions changed. A catalog without it computes every row once.
 """
 
+import re
+
 SCHEMA_VERSION = 11
 METRICS_DEFINED_IN = 9  # a catalog below this version may hold metrics_* tables made from frames
 
@@ -443,6 +445,9 @@ TABLES += "".join(
     f"CREATE TABLE IF NOT EXISTS {metrics_table(name)} ({_column_list(columns)});\n"
     for name, columns in METRICS_TABLES.items()
 )
+
+# Every table the statements above create: a writer that finds them all in a catalog of this version skips them.
+TABLE_NAMES = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", TABLES))
 
 # Run after the tables exist: an older catalog that just gained the new tables now says so. A new catalog has
 # no meta rows yet (the connection writes them with SCHEMA_VERSION), so this changes nothing there.
