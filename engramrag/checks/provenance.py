@@ -179,20 +179,21 @@ def _statement_rows(quads: QuadStore, graphs: list[str] | None) -> list[_Stateme
         # A graph's document counts only where the graph states one (the query's UNION), its extractor with it.
         document = graph_document.get(graph)
         extractor = graph_extractor.get(graph) if document is not None else None
-        for statement, own in stated.get(graph, {}).items():
+        own_statements = stated.get(graph, {})
+        for statement, own in own_statements.items():
             rows += [
                 _row(statement, graph, document if own_document is None else own_document,
                      extractor if own_extractor is None else own_extractor)
                 for own_document in own[DERIVED_FROM] or [None]
                 for own_extractor in own[CREATED_BY] or [None]
             ]  # fmt: skip
-        shared = count - len(stated.get(graph, {}))
+        shared = count - len(own_statements)
         if shared and _row("", graph, document, extractor).failing_statement is not None:
             # Rare (a damaged graph): name each failing statement.
             rows += [
                 _row(quad.subject.value, graph, document, extractor)
                 for quad in quads.matching(TYPE, STATEMENT, [graph])
-                if quad.subject.value not in stated.get(graph, {})
+                if quad.subject.value not in own_statements
             ]
         else:
             rows += [_row("", graph, document, extractor)] * shared

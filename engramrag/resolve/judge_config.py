@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engramrag.extract.llm.config import env_name
+
 if TYPE_CHECKING:
     from engramrag.resolve.judge import LLMJudge
 
-ENV = {"base_url": "ENGRAM_LLM_BASE_URL", "model": "ENGRAM_LLM_MODEL", "api_key": "ENGRAM_LLM_API_KEY"}
+ENV = {name: env_name(name) for name in ("base_url", "model", "api_key")}  # the extractor's variables
 ENABLE_ENV = "ENGRAM_LLM_JUDGE"  # the server settings may serve an LLM extractor too; the judge is its own choice
 
 

@@ -16,6 +16,7 @@ other code (the meta row ``resolution_keys``) are all computed again.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import duckdb
@@ -30,7 +31,7 @@ from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, fil
 
 META_KEY = "resolution_keys"
 KEY_ROW_COLUMNS = ("entity_key", "inputs", "label", "kind", "check_kind", "declared", "written", "documents")
-_LABELS_VIEW = "resolution_label_keys"  # (label, key): the view the queries join mentions by
+_LABELS_VIEW = "resolution_label_keys"  # (label, key): the view the queries join mentions by (_labels_view)
 _LIVE = f"entities e JOIN documents d USING (doc_id) JOIN {_LABELS_VIEW} k ON k.label = e.label WHERE NOT d.gone"
 
 
@@ -65,7 +66,7 @@ def key_inputs(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> dict
     row = f"""concat_ws(chr(30), e.doc_id, e.entity_key, e.label, e.kind, coalesce({core_kind_column(catalog)}, chr(0)),
         coalesce(e.aliases::VARCHAR, chr(0)), e.mentions::VARCHAR, coalesce(e.first_line::VARCHAR, chr(0)), d.path,
         d.body_hash, CASE WHEN e.entity_key = '{DOCUMENT_KEY}' THEN coalesce(d.front_matter::VARCHAR, chr(0)) END)"""
-    with registered(catalog, _LABELS_VIEW, labels[["label", "key"]]):
+    with _labels_view(catalog, labels):
         found = catalog.execute(
             f"SELECT k.key, count(*), sum(hash({row})), sum(hash({row}, 1)) FROM {_LIVE} GROUP BY k.key"
         ).fetchall()
@@ -124,7 +125,7 @@ def write_key_rows(catalog: duckdb.DuckDBPyConnection, update: KeyTableUpdate, c
 def mentions_of_keys(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, keys: list[str] | None) -> pd.DataFrame:
     """The live mention rows (as ``resolve.inputs.live_mentions`` has them) of ``keys`` (of every key when None)."""
     chosen = labels if keys is None else labels[labels["key"].isin(set(keys))]
-    with registered(catalog, _LABELS_VIEW, chosen[["label", "key"]]):
+    with _labels_view(catalog, chosen):
         return read_frame(
             catalog, f"SELECT {mention_columns(catalog)} FROM {_LIVE} ORDER BY e.doc_id, e.entity_key"
         ).astype(object)
@@ -160,8 +161,12 @@ def _front_matter(catalog: duckdb.DuckDBPyConnection, mentions: pd.DataFrame) ->
 
 def _titled_notes(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> list[tuple[str, str]]:
     """(path, title key) of every live note with a title row."""
-    with registered(catalog, _LABELS_VIEW, labels[["label", "key"]]):
+    with _labels_view(catalog, labels):
         return catalog.execute(
             f"SELECT d.path, k.key FROM {_LIVE} AND e.entity_key = ? AND d.path <> ''", [DOCUMENT_KEY]
         ).fetchall()
 
+
+def _labels_view(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> AbstractContextManager[None]:
+    """``labels``' (label, key) columns as the view ``_LIVE`` joins mentions by, inside the block."""
+    return registered(catalog, _LABELS_VIEW, labels[["label", "key"]])

@@ -20,19 +20,13 @@ scored exactly as with ``simple`` alone (same MuSiQue figures). Queries pass thr
 
 from __future__ import annotations
 
-import re
-
-from engramrag.embed.tokens import CJK_RANGES, normalise
-
-# The runs of engramrag.embed.tokens.word_runs, with CJK runs of two or more characters in the first group and
-# every other run in the second, so the script of a run is known without testing each word again.
-_RUNS = re.compile(f"([{CJK_RANGES}]{{2,}})|([{CJK_RANGES}]|[^\\W{CJK_RANGES}]+)")
+from engramrag.embed.tokens import runs_by_script
 
 
 def fts_tokens(text: str) -> list[str]:
     """The tokens the full-text index stores for ``text``, in order."""
     tokens: list[str] = []
-    for cjk_run, word in _RUNS.findall(normalise(text)):
+    for cjk_run, word in runs_by_script(text):
         if word:
             tokens.append(word)
         else:
