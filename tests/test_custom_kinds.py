@@ -30,7 +30,7 @@ from engramrag.extract.llm.extractor import OpenAIExtractor
 from engramrag.lifecycle.resolution import refresh_candidates, refresh_overlay
 from engramrag.ontology.graphs import TYPE, build_document_graphs
 from engramrag.ontology.quadstore import QuadStore
-from engramrag.ontology.vocab import RDFS, document_iri, kind_iri
+from engramrag.ontology.vocab import ENGRAM, RDFS, document_iri, kind_iri
 from engramrag.resolve.inputs import live_mentions
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -123,9 +123,10 @@ def test_the_extraction_keeps_the_custom_kind_and_declares_only_the_custom_kinds
 
     graphs = build_document_graphs(document, result)
     declared = [(str(s), str(p), str(o)) for s, p, o in graphs.assertion if str(p) == f"<{RDFS.subClassOf}>"]
-    assert declared == [tuple(SUBCLASS.split(" "))]
+    assert [d for d in declared if d[2] != f"<{ENGRAM.Entity}>"] == [tuple(SUBCLASS.split(" "))]
+    assert (f"<{kind_iri('Artifact')}>", f"<{RDFS.subClassOf}>", f"<{ENGRAM.Entity}>") in declared  # Dataset's core
     node_types = {str(o) for s, p, o in graphs.assertion if str(s).endswith(dataset.key + ">") and p == TYPE}
-    assert f"<{kind_iri('Dataset')}>" in node_types
+    assert node_types == {f"<{kind_iri('Dataset')}>"}  # an engram:Entity through Dataset's declarations
 
 
 def test_the_quad_store_declares_the_custom_kind_in_the_graph_of_the_document_using_it(built: Built) -> None:

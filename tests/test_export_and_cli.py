@@ -113,7 +113,8 @@ def test_cli_build_status_export_end_to_end(vault: Path, tmp_path: Path):
     dataset.parse(data=exported.stdout, format="nquads")
     quads = list(dataset.quads())
     assert len(quads) > 10
-    assert {str(graph) for *_, graph in quads} == {str(g) for g in document_graphs("people/minji-park.md")}
+    assertion, analysis = (str(g) for g in document_graphs("people/minji-park.md"))
+    assert assertion in {str(graph) for *_, graph in quads} <= {assertion, analysis}  # only this note's graphs
 
     # the runs are in the home's Dagster instance, the one `engram dev` shows
     assert (home / "dagster" / "dagster.yaml").exists()

@@ -42,14 +42,15 @@ def test_a_swap_writes_the_difference_restores_what_was_dropped_and_takes_no_oth
 
 
 def test_encoded_graphs_load_as_the_terms_do(tmp_path: Path) -> None:
-    graphs = DocumentGraphs(ASSERTION, ANALYSIS)
+    graphs = DocumentGraphs(ASSERTION)
     graphs.assertion += [(q.subject, q.predicate, q.object) for q in (_quad(1), _quad(2))]
-    graphs.analysis.append((_quad(5).subject, _quad(5).predicate, ox.Literal("x\ny \"quoted\"")))
+    graphs.assertion.append((_quad(5).subject, _quad(5).predicate, ox.Literal("x\ny \"quoted\"")))
     encoded = graphs.encoded()
     assert encoded.quad_count == 3 and set(encoded.quads()) == set(graphs.quads())
     with QuadStore.opened(tmp_path / "fresh") as fresh, QuadStore.opened(tmp_path / "replaced") as replaced:
         fresh.replace_documents([("a.md", encoded)])  # no graphs yet: the bulk loader
         replaced.replace_documents([("a.md", graphs)])
         replaced._store.add(_quad(9))  # a stale quad of the old extraction
+        replaced._store.add(_quad(8, ANALYSIS))  # a later step's proposal about the old text
         replaced.replace_documents([("a.md", encoded)])  # graphs exist: dropped and written in one transaction
         assert set(fresh._store) == set(replaced._store) == set(graphs.quads())

@@ -1,20 +1,29 @@
-"""One document's extraction as RDF: its assertion graph ``<doc>`` and its analysis graph ``<doc>#analysis``.
+"""One document's extraction as RDF: its assertion graph ``<doc>``.
 
 Provenance is stated once per graph, not once per statement (issue 16, the lean store): the document node of
-the assertion graph names the extractor (``pav:createdBy``) and the human author (``pav:authoredBy``); the
-analysis graph names its document (``prov:wasDerivedFrom``) and extractor about itself. A statement belongs to the
-document whose graph holds it, so it carries only what is its own.
+the assertion graph names the extractor (``pav:createdBy``) and the human author (``pav:authoredBy``). A statement
+belongs to the document whose graph holds it, so it carries only what is its own.
 
 An author's relation appears twice: as the plain triple (subject, relation, object), which graph queries use, and
-as a Statement node with its original label, exact span and lines and quote. A statement that says otherwise
-(a reviewed supersession, a later value) names its own ``prov:wasDerivedFrom`` and ``pav:createdBy``, which win.
-The machine's own analysis (co-occurrence pairs, most of all statements) is the plain triple only in the analysis
-graph: its sentence span stays in the catalog's ``statements`` table. Measured on MuSiQue's 1,890 notes, the
-Statement nodes of co-occurrence pairs were 73% of all quads.
+as a Statement node with its original label, where its span starts (``engram:spanStart``, ``engram:lineStart``)
+and its quote, the exact text of the span. The quote fixes where the span ends, so the end is not stated again:
+the span ends at ``spanStart + STRLEN(quote)`` and on line ``lineStart`` plus the line breaks of the quote
+before its last character (``vault.document.span_of``). A statement that says otherwise (a reviewed supersession,
+a later value) names its own ``prov:wasDerivedFrom`` and ``pav:createdBy``, which win.
 
-An entity is typed with its kind's class. A custom kind is declared where it is used: the assertion graph states
-``kind:Custom rdfs:subClassOf kind:Core`` as the extraction declared it, so the declaration is replaced with the
-document's graphs and never depends on the configuration of a later run.
+What the catalog holds and no graph reader asks for stays out of the store (issue 16; Oxigraph spends about 290
+bytes a quad once RocksDB has compacted it): the machine's co-occurrence pairs (role ``analysis``, most of all
+statements) are catalog rows and retrieval-index edges, not quads, as they did not earn their place in retrieval
+(README, "Co-occurrence edges do not earn their place"); an entity's number of mentions is the catalog's
+``entities.mentions``. The analysis graph ``<doc>#analysis`` holds what later steps propose about the document
+(supersessions, later values).
+
+An entity is typed with its kind's class only, and the graph declares the classes it uses: ``kind:Core
+rdfs:subClassOf engram:Entity`` for each core kind, and a custom kind ``kind:Custom rdfs:subClassOf kind:Core`` as
+the extraction declared it, so the declarations are replaced with the document's graphs and never depend on the
+configuration of a later run. Every entity of a graph answers ``?e a/rdfs:subClassOf* engram:Entity`` inside that
+graph (a kind neither core nor declared keeps ``a engram:Entity`` itself); typing each entity twice cost a quad
+per mention.
 
 The vocabulary is rdflib's (``vocab.py``); the terms are built directly as the quad store's own
 (pyoxigraph) terms. Measured on the synthetic vault, building rdflib terms and converting them cost 13 ms
@@ -70,9 +79,8 @@ TITLE, PATH, BODY_HASH, AGENT_AUTHORED, MODEL = (
     _iri(ENGRAM.model),
 )
 SUBJECT, PREDICATE, OBJECT = _iri(RDF.subject), _iri(RDF.predicate), _iri(RDF.object)
-ORIGINAL_LABEL, QUOTE, MENTION_COUNT = _iri(ENGRAM.originalLabel), _iri(ENGRAM.quote), _iri(ENGRAM.mentionCount)
-SPAN_START, SPAN_END = _iri(ENGRAM.spanStart), _iri(ENGRAM.spanEnd)
-LINE_START, LINE_END = _iri(ENGRAM.lineStart), _iri(ENGRAM.lineEnd)
+ORIGINAL_LABEL, QUOTE = _iri(ENGRAM.originalLabel), _iri(ENGRAM.quote)
+SPAN_START, LINE_START = _iri(ENGRAM.spanStart), _iri(ENGRAM.lineStart)
 DERIVED_FROM, CREATED_BY, AUTHORED_BY = _iri(PROV.wasDerivedFrom), _iri(PAV.createdBy), _iri(PAV.authoredBy)
 XSD_DATE, XSD_INTEGER, XSD_BOOLEAN = _iri(XSD.date), _iri(XSD.integer), _iri(XSD.boolean)
 DATE, DATE_SOURCE = _iri(DCTERMS.date), _iri(ENGRAM.dateSource)
@@ -80,19 +88,18 @@ DATE, DATE_SOURCE = _iri(DCTERMS.date), _iri(ENGRAM.dateSource)
 
 @dataclass
 class DocumentGraphs:
+    """What extraction writes for a document: its assertion graph. Replacing a document drops its analysis graph
+    too (``QuadStore.replace_document``), where later steps wrote their proposals about the old text."""
+
     assertion_iri: ox.NamedNode
-    analysis_iri: ox.NamedNode
     assertion: list[Triple] = field(default_factory=list)
-    analysis: list[Triple] = field(default_factory=list)
 
     @property
     def quad_count(self) -> int:
-        return len(self.assertion) + len(self.analysis)
+        return len(self.assertion)
 
     def quads(self) -> list[ox.Quad]:
-        return [ox.Quad(s, p, o, self.assertion_iri) for s, p, o in self.assertion] + [
-            ox.Quad(s, p, o, self.analysis_iri) for s, p, o in self.analysis
-        ]
+        return [ox.Quad(s, p, o, self.assertion_iri) for s, p, o in self.assertion]
 
     def encoded(self) -> EncodedGraphs:
         """The graphs as N-Quads bytes: cheap to send from an extraction worker to the process that writes."""
@@ -101,7 +108,7 @@ class DocumentGraphs:
 
 @dataclass(frozen=True)
 class EncodedGraphs:
-    """A document's two graphs, serialised as N-Quads (what the quad store loads)."""
+    """A document's graphs, serialised as N-Quads (what the quad store loads)."""
 
     quad_count: int
     nquads: bytes
@@ -120,11 +127,11 @@ def statement_id(statement: Statement) -> str:
 def build_document_graphs(
     document: Document, extraction: Extraction, dated: DocumentDate | None = None
 ) -> DocumentGraphs:
-    """The document's assertion and analysis graphs; ``dated`` (the catalog's date of the document) becomes
-    ``dcterms:date`` with ``engram:dateSource`` naming where it came from."""
-    doc_iri, analysis_iri = document_graphs(document.path)
+    """The document's assertion graph; ``dated`` (the catalog's date of the document) becomes ``dcterms:date``
+    with ``engram:dateSource`` naming where it came from."""
+    doc_iri, _ = document_graphs(document.path)
     doc = _iri(doc_iri)
-    graphs = DocumentGraphs(doc, _iri(analysis_iri))
+    graphs = DocumentGraphs(doc)
     extractor = _iri(extractor_iri(extraction.extractor, extraction.version))
     author = _iri(agent_iri(document.author)) if document.author else None
     add = graphs.assertion.append
@@ -149,30 +156,30 @@ def build_document_graphs(
         add((author, LABEL, ox.Literal(document.author)))
 
     entity_prefix = f"{doc_iri}{ENTITY_FRAGMENT}"
+    core_kinds: set[str] = set()
     for entity in extraction.entities:
         # No engram:mentionedIn: the entity's IRI and its graph are the document's.
         node = ox.NamedNode(entity_prefix + entity.key)
-        add((node, TYPE, ENTITY))
         add((node, TYPE, _kind(entity.kind)))
+        if (core := extraction.core_kind_of(entity.kind)) is not None:
+            core_kinds.add(core)  # an engram:Entity through its kind's class, declared below
+        else:
+            add((node, TYPE, ENTITY))  # a kind nothing declares: typed as an entity directly
         add((node, LABEL, ox.Literal(entity.label)))
-        add((node, MENTION_COUNT, _integer(len(entity.spans))))
         for alias in entity.aliases:
             add((node, ALT_LABEL, ox.Literal(alias)))
 
     for kind, parent in sorted(extraction.custom_kinds.items()):
         add((_kind(kind), SUBCLASS_OF, _kind(parent)))
+    for core in sorted(core_kinds):
+        add((_kind(core), SUBCLASS_OF, ENTITY))
 
     context = _StatementContext(document, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}")
     for statement in extraction.statements:
         if statement.role == "assertion":
             context.add(graphs.assertion, statement)
-        else:
-            graphs.analysis.append(context.triple(statement))
-    if graphs.analysis:
-        graphs.analysis += [(graphs.analysis_iri, DERIVED_FROM, doc), (graphs.analysis_iri, CREATED_BY, extractor)]
-    # A pair of two sentences, or an entity typed twice, is one quad in the store: count what the store holds.
+    # An entity typed twice is one quad in the store: count what the store holds.
     graphs.assertion = list(dict.fromkeys(graphs.assertion))
-    graphs.analysis = list(dict.fromkeys(graphs.analysis))
     return graphs
 
 
@@ -207,9 +214,7 @@ class _StatementContext:
         if span is not None:
             target += [
                 (node, SPAN_START, _integer(span.start)),
-                (node, SPAN_END, _integer(span.end)),
                 (node, LINE_START, _integer(span.line_start)),
-                (node, LINE_END, _integer(span.line_end)),
                 (node, QUOTE, ox.Literal(self.document.text[span.start : span.end])),
             ]
 
