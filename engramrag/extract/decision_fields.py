@@ -27,6 +27,9 @@ SUPERSEDE_PHRASE = re.compile(
     r"(?:\*\*|__)?[ \t]*[:：]?(?:\*\*|__)?[ \t]*",
     re.IGNORECASE,
 )
+# The phrase pattern starts with a look-behind, so it is tried at every position of a text; these words are in
+# every phrase it matches, and a text without them is not searched with it.
+SUPERSEDE_WORDS = re.compile(r"supersede|replace", re.IGNORECASE)
 # Korean puts the reference before the verb: "D-3을 대체" / "[[ADR-7]]를 대체한다" (this record supersedes it),
 # "[[ADR-12]]로 대체됨" (this record is superseded by it).
 KOREAN_SUPERSESSION = re.compile(
@@ -146,7 +149,8 @@ def references(text: str, start: int, end: int) -> list[tuple[str, Found]]:
     """``("supersedes" | "superseded_by", reference)`` pairs for every supersession phrase in the range;
     several references after one phrase are separated by commas or semicolons."""
     found: list[tuple[str, Found]] = []
-    for phrase in SUPERSEDE_PHRASE.finditer(text, start, end):
+    phrases = SUPERSEDE_PHRASE.finditer(text, start, end) if SUPERSEDE_WORDS.search(text, start, end) else ()
+    for phrase in phrases:
         words = phrase.group("phrase")
         kind = "superseded_by" if words.casefold().endswith("by") else "supersedes"
         partial = is_partial(text, phrase.start("phrase"))

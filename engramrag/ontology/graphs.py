@@ -178,7 +178,7 @@ def build_document_graphs(
     for statement in extraction.statements:
         if statement.role == "assertion":
             context.add(graphs.assertion, statement)
-    # An entity typed twice is one quad in the store: count what the store holds.
+    # A relation stated on two lines is one plain triple in the store: count what the store holds.
     graphs.assertion = list(dict.fromkeys(graphs.assertion))
     return graphs
 

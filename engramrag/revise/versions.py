@@ -185,10 +185,9 @@ def version_chains(
         if isinstance(titles.get(earlier), str) and isinstance(titles.get(later), str):
             names.join([_subject_title(titles[earlier]), _subject_title(titles[later])])
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
-    labels = {(str(d), str(k)): str(label) for d, k, label in zip(entities["doc_id"], entities["entity_key"],
-                                                                   entities["label"], strict=True)}  # fmt: skip
-    observed = _observations(statements, docs, labels, table, config, names)
-    links = _links(documents)
+    observed = _observations(_with_labels(statements, entities), docs, table, config, names)
+    # Only a chain of several notes asks whether one links to another.
+    links = _links(documents, {o.path for found in observed.values() if len(found) > 1 for o in found})
     rows: list[ValueRow] = []
     replaced: list[ValueSupersession] = []
     for (subject_key, prop), found in sorted(observed.items()):
@@ -213,19 +212,32 @@ class _Observation:
     agent: bool
 
 
+def _with_labels(statements: pd.DataFrame, entities: pd.DataFrame) -> pd.DataFrame:
+    """The statements with ``subject_label`` and ``object_label``: the label of the entity of the same document the
+    subject or object names (None when it names none). A join, not a dict of every entity of the vault."""
+    labels = entities[["doc_id", "entity_key", "label"]].drop_duplicates(["doc_id", "entity_key"], keep="last")
+    labels = labels.astype(object).assign(label=labels["label"].map(str))
+    frame = statements.reset_index(drop=True)
+    for column in ("subject", "object"):
+        named = labels.rename(columns={"entity_key": column, "label": f"{column}_label"})
+        found = frame[["doc_id", column]].astype(object).merge(named, on=["doc_id", column], how="left")
+        frame[f"{column}_label"] = found[f"{column}_label"].to_numpy()
+    return frame
+
+
 def _observations(
     statements: pd.DataFrame,
     docs: Mapping[str, object],
-    labels: Mapping[tuple[str, str], str],
     table: Mapping[str, tuple[str, ...]],
     config: VersionConfig,
     names: _Names,
 ) -> dict[tuple[str, str], list[_Observation]]:
     series = _series_titles(docs)
-    # Values, keys and titles repeat across statements: each distinct one is read once.
+    # Values, keys, titles and texts repeat across statements: each distinct one is read once.
     plain: dict[str, str] = {}
     properties: dict[str, tuple[str, str] | None] = {}
     subjects: dict[str, str] = {}
+    lines: dict[str, list[str]] = {}
     declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
     candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
     # object columns: iterating Arrow-backed strings row by row costs more than the whole loop body
@@ -234,8 +246,7 @@ def _observations(
         if row.role != "assertion" or row.predicate in NOT_PROPERTIES or str(row.doc_id) not in docs:
             continue
         doc = docs[str(row.doc_id)]
-        value = labels.get((str(row.doc_id), str(row.object)), str(row.object)) if row.object_is_entity else str(
-            row.object)
+        value = str(row.object_label) if row.object_is_entity and isinstance(row.object_label, str) else str(row.object)
         if value not in plain:
             plain[value] = _plain_value(value)
         value = plain[value]
@@ -248,7 +259,7 @@ def _observations(
             subjects[str(row.doc_id)] = "" if normalise_label(title) in series else title
         title = subjects[str(row.doc_id)]
         key = str(row.label or row.predicate)
-        own = labels.get((str(row.doc_id), str(row.subject)), "") if row.subject != DOCUMENT_KEY else ""
+        own = str(row.subject_label) if row.subject != DOCUMENT_KEY and isinstance(row.subject_label, str) else ""
         if key not in properties:
             properties[key] = property_of(key, table)
         matched = properties[key]
@@ -270,7 +281,9 @@ def _observations(
             target = None
         if not subject:
             continue
-        observation = _observe(subject, value, doc, row, prop, names)
+        if str(row.doc_id) not in lines:
+            lines[str(row.doc_id)] = str(doc.text).split("\n")
+        observation = _observe(subject, value, doc, row, prop, names, lines[str(row.doc_id)])
         subject_key = names.find(subject)
         if target is not None:
             target[(subject_key, prop)][str(row.doc_id)] = observation  # the last line of a document wins
@@ -330,8 +343,9 @@ def _single_valued_by_data(
     )  # fmt: skip
 
 
-def _observe(subject: str, value: str, doc: object, row: object, prop: str, names: _Names) -> _Observation:
-    line = _line(str(doc.text), row.line_start)
+def _observe(subject: str, value: str, doc: object, row: object, prop: str, names: _Names, lines: list[str]
+             ) -> _Observation:  # fmt: skip
+    line = _line(lines, row.line_start)
     date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
     stated = find_date(line.replace(value, " ")) if prop.split(":", 1)[0] not in DATE_VALUED else None
     if stated and (date is None or stated != date):
@@ -451,14 +465,16 @@ def _names(documents: pd.DataFrame, entities: pd.DataFrame, clusters: pd.DataFra
     return names
 
 
-def _links(documents: pd.DataFrame) -> dict[str, set[str]]:
-    """Document path -> the paths of the notes its wiki links name."""
+def _links(documents: pd.DataFrame, paths: set[str]) -> dict[str, set[str]]:
+    """Document path -> the paths of the notes its wiki links name, for the documents of ``paths``."""
     index = ReferenceIndex()
     for path, title in zip(documents["path"], documents["title"], strict=True):
         index.add_version(str(path), [(str(path), str(title or path), None)])
     links: dict[str, set[str]] = {}
     resolved: dict[tuple[str, str], set[str]] = {}  # a link resolves the same from every note of one folder
     for path, text in zip(documents["path"], documents["text"], strict=True):
+        if str(path) not in paths:
+            continue
         path, folder = str(path), posixpath.dirname(str(path))
         found: set[str] = set()
         for target in {m.group("target").strip() for m in WIKI_LINK.finditer(str(text))}:
@@ -483,11 +499,10 @@ def _plain_value(value: str) -> str:
     return text.strip().strip("*_").strip()
 
 
-def _line(text: str, line: object) -> str:
+def _line(lines: list[str], line: object) -> str:
     number = _int(line)
     if number is None:
         return ""
-    lines = text.split("\n")
     return lines[number - 1] if 0 < number <= len(lines) else ""
 
 
