@@ -74,7 +74,8 @@ def _headline(provenance: DocumentProvenance) -> None:
     columns[0].metric("Statements", len(statements))
     columns[1].metric("Asserted by the author", int((statements["role"] == "assertion").sum()))
     columns[2].metric("Proposed by the machine", int((statements["role"] == "analysis").sum()),
-                      help="Analysis statements (co-occurrence and the like) live in the document's analysis graph.")
+                      help="Analysis statements (co-occurrence in a sentence) are catalog rows and search-graph "
+                           "edges, not quads; the analysis graph holds the supersessions later steps propose.")
     columns[3].metric("Entities", len(provenance.entities))
     runs = provenance.extraction
     succeeded = runs[runs["status"] == "ok"] if len(runs) else runs
