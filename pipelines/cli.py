@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -95,6 +96,22 @@ def _parser() -> argparse.ArgumentParser:
         help="Estimate the segments, tokens and cost of what would be extracted; call and write nothing.",
     )
     build.set_defaults(handler=_build)
+
+    watch = commands.add_parser(
+        "watch", help="Stay up and rebuild whenever the vault or the verdicts change (one process: no start-up "
+        "cost per build).",
+    )  # fmt: skip
+    watch.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT"),
+                       help="The Markdown vault folder (default: ENGRAM_VAULT, else the vault this home was last "
+                       "built from).")  # fmt: skip
+    _home(watch)
+    watch.add_argument("--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"),
+                       help="As for build (default: ENGRAM_EXTRACTOR, else rules).")
+    watch.add_argument("--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="As for build.")
+    watch.add_argument("--interval", type=float, default=2.0,
+                       help="Seconds between two looks at the vault when nothing changed (default 2).")
+    watch.add_argument("--max-builds", type=int, default=None, help="Stop after this many builds.")
+    watch.set_defaults(handler=_watch)
 
     status = commands.add_parser("status", help="Documents, quads, statements, rejected files, last build.")
     _home(status)
@@ -234,6 +251,48 @@ def _build(args: argparse.Namespace) -> int:
     return exit_codes.build_exit_code(
         outcome.success, all(outcome.checks.values()), last.get("extracted", 0), last.get("failed", 0)
     )
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from engramrag.catalog.connection import remembered_vault
+    from engramrag.lifecycle.scan import VaultMissing
+    from engramrag.lifecycle.summary import read_status
+    from pipelines.build import BuildOutcome, describe_build
+    from pipelines.progress import progress_display
+    from pipelines.watch import WatchSettings, watch
+
+    home = Home.at(args.home)
+    vault_dir = args.vault or remembered_vault(home)
+    if not vault_dir:
+        print(f"engram: pass --vault DIR (or set ENGRAM_VAULT); {home.root} was never built.", file=sys.stderr)
+        return 2
+    if args.interval <= 0 or (args.max_builds is not None and args.max_builds < 1):
+        print("engram: --interval must be above 0 and --max-builds at least 1", file=sys.stderr)
+        return 2
+    failures = 0
+
+    def report(outcome: BuildOutcome, seconds: float) -> None:
+        nonlocal failures
+        status = read_status(home, outcome.run_id)
+        passed = outcome.success and all(outcome.checks.values())
+        failures += not passed
+        problems = outcome.errors or [name for name, ok in outcome.checks.items() if not ok]
+        state = "" if passed else "; FAILED: " + "; ".join(problems)
+        print(f"{time.strftime('%H:%M:%S')} built {describe_build(status['documents'], status['last_build'])} "
+              f"in {seconds:.1f} s ({len(outcome.buckets)} buckets run){state}", flush=True)  # fmt: skip
+
+    vault = Path(vault_dir).expanduser().resolve()
+    print(f"watching {vault} for {home.root} (Ctrl-C to stop)", flush=True)
+    settings = WatchSettings(args.extractor, args.embedder, args.interval, args.max_builds)
+    try:
+        with progress_display(enabled=sys.stderr.isatty()):
+            watch(home, vault, settings, report)
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    except VaultMissing as problem:
+        print(f"engram: {problem}", file=sys.stderr)
+        return 2
+    return 1 if failures else 0
 
 
 def _print_build(summary: dict) -> None:
