@@ -3,7 +3,7 @@
 A fresh ``engram build`` process pays about 10 s at 10,000 notes before and around its steps whatever they do
 (importing Dagster, LanceDB and great-expectations, opening the instance); a process that stays up pays that
 once. Measured on a 10,000-note home (README, "Session 33"): one edit took 45.0-45.4 s through ``engram build``
-and 34.2-35.2 s as the second and third build of one process. Changes are found the way the vault sensor finds
+and 34.2-41.1 s as a later build of one process. Changes are found the way the vault sensor finds
 them (``plan_changes``: size and modification time, then the hash), and a verdict recorded or undone counts too;
 every build goes through ``run_build``, so Dagster records it like any other and the build lock keeps it from
 running beside another build of the same home.
