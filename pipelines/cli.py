@@ -72,19 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done; 1 the run or a check failed; 4 some documents failed (retried by the next "
         "build); 5 every document tried failed (is the model server up?); 3 another build holds the stores.",
     )  # fmt: skip
-    build.add_argument(
-        "--vault", default=os.environ.get("ENGRAM_VAULT"),
-        help="The Markdown vault folder (default: ENGRAM_VAULT, else the vault this home was last built from).",
-    )  # fmt: skip
-    _home(build)
-    build.add_argument(
-        "--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"),
-        help="Extractor: rules (offline, default), openai (any OpenAI-compatible server: ENGRAM_LLM_BASE_URL, "
-        "ENGRAM_LLM_MODEL), replay:FILE (precomputed extractions). Default: ENGRAM_EXTRACTOR, else rules.",
-    )  # fmt: skip
-    build.add_argument(
-        "--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="Embedder: hash (offline) or openai."
-    )
+    _build_sources(build)
     build.add_argument("--full", action="store_true", help="Run every bucket and re-hash every file.")
     build.add_argument(
         "--processes", type=int, default=int(os.environ.get("ENGRAM_EXTRACT_PROCESSES") or 0),
@@ -101,13 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         "watch", help="Stay up and rebuild whenever the vault or the verdicts change (one process: no start-up "
         "cost per build).",
     )  # fmt: skip
-    watch.add_argument("--vault", default=os.environ.get("ENGRAM_VAULT"),
-                       help="The Markdown vault folder (default: ENGRAM_VAULT, else the vault this home was last "
-                       "built from).")  # fmt: skip
-    _home(watch)
-    watch.add_argument("--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"),
-                       help="As for build (default: ENGRAM_EXTRACTOR, else rules).")
-    watch.add_argument("--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="As for build.")
+    _build_sources(watch)
     watch.add_argument("--interval", type=float, default=2.0,
                        help="Seconds between two looks at the vault when nothing changed (default 2).")
     watch.add_argument("--max-builds", type=int, default=None, help="Stop after this many builds.")
@@ -209,17 +191,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _build_sources(command: argparse.ArgumentParser) -> None:
+    """What ``build`` and ``watch`` build from: the vault, the home, the extractor and the embedder."""
+    command.add_argument(
+        "--vault", default=os.environ.get("ENGRAM_VAULT"),
+        help="The Markdown vault folder (default: ENGRAM_VAULT, else the vault this home was last built from).",
+    )  # fmt: skip
+    _home(command)
+    command.add_argument(
+        "--extractor", default=os.environ.get("ENGRAM_EXTRACTOR", "rules"),
+        help="Extractor: rules (offline, default), openai (any OpenAI-compatible server: ENGRAM_LLM_BASE_URL, "
+        "ENGRAM_LLM_MODEL), replay:FILE (precomputed extractions). Default: ENGRAM_EXTRACTOR, else rules.",
+    )  # fmt: skip
+    command.add_argument(
+        "--embedder", default=os.environ.get("ENGRAM_EMBEDDER", "hash"), help="Embedder: hash (offline) or openai."
+    )
+
+
+def _vault_to_build(args: argparse.Namespace, home: Home) -> str | None:
+    """``--vault``, else the vault the home was last built from; None (said why) when neither is known."""
+    from engramrag.catalog.connection import remembered_vault
+
+    vault = args.vault or remembered_vault(home)
+    if not vault:
+        print(f"engram: pass --vault DIR (or set ENGRAM_VAULT); {home.root} was never built.", file=sys.stderr)
+    return vault
+
+
 def _build(args: argparse.Namespace) -> int:
     if args.dry_run:
         from pipelines.cost_cli import dry_run
 
         return dry_run(args)
-    from engramrag.catalog.connection import remembered_vault
-
     home = Home.at(args.home)
-    args.vault = args.vault or remembered_vault(home)
+    args.vault = _vault_to_build(args, home)
     if not args.vault:
-        print(f"engram: pass --vault DIR (or set ENGRAM_VAULT); {home.root} was never built.", file=sys.stderr)
         return 2
     from engramrag.lifecycle.document_pool import ExtractionConfig
     from engramrag.lifecycle.summary import read_status
@@ -254,7 +260,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from engramrag.catalog.connection import remembered_vault
     from engramrag.lifecycle.scan import VaultMissing
     from engramrag.lifecycle.summary import read_status
     from pipelines.build import BuildOutcome, describe_build
@@ -262,9 +267,8 @@ def _watch(args: argparse.Namespace) -> int:
     from pipelines.watch import WatchSettings, watch
 
     home = Home.at(args.home)
-    vault_dir = args.vault or remembered_vault(home)
+    vault_dir = _vault_to_build(args, home)
     if not vault_dir:
-        print(f"engram: pass --vault DIR (or set ENGRAM_VAULT); {home.root} was never built.", file=sys.stderr)
         return 2
     if args.interval <= 0 or (args.max_builds is not None and args.max_builds < 1):
         print("engram: --interval must be above 0 and --max-builds at least 1", file=sys.stderr)

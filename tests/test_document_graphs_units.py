@@ -4,8 +4,6 @@ statements as Statement nodes whose start and quote give back their exact span, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyoxigraph as ox
 
 from engramrag.extract.rules import RulesExtractor
@@ -25,8 +23,7 @@ from engramrag.ontology.vocab import ENGRAM, RDFS, STATEMENT_FRAGMENT, agent_iri
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.document import span_of
 from engramrag.vault.markdown import parse_document
-
-EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "examples" / "vault"
+from tests.conftest import EXAMPLE_VAULT
 
 NOTE = """---
 author: Minji Park

@@ -50,7 +50,7 @@ from engramrag.ontology.vocab import (
     STATEMENT_FRAGMENT,
     XSD,
     agent_iri,
-    document_graphs,
+    document_iri,
     extractor_iri,
     kind_iri,
     relation_iri,
@@ -129,7 +129,7 @@ def build_document_graphs(
 ) -> DocumentGraphs:
     """The document's assertion graph; ``dated`` (the catalog's date of the document) becomes ``dcterms:date``
     with ``engram:dateSource`` naming where it came from."""
-    doc_iri, _ = document_graphs(document.path)
+    doc_iri = document_iri(document.path)
     doc = _iri(doc_iri)
     graphs = DocumentGraphs(doc)
     extractor = _iri(extractor_iri(extraction.extractor, extraction.version))
