@@ -12,9 +12,11 @@ from engramrag.ontology.graphs import (
     CREATED_BY,
     DERIVED_FROM,
     LINE_START,
+    ORIGINAL_LABEL,
     QUOTE,
     SPAN_START,
     STATEMENT,
+    STATEMENT_LABEL_SPARQL,
     TYPE,
     build_document_graphs,
     statement_id,
@@ -90,6 +92,29 @@ def test_a_statements_start_and_quote_give_back_its_exact_span_and_lines() -> No
             checked += 1
             several_lines += statement.span.line_end > statement.span.line_start
     assert checked > 300 and several_lines > 0  # every located statement of the example vault
+
+
+def test_every_statement_gives_back_its_original_label_from_its_own_node_or_its_graph() -> None:
+    """A statement's original label is stated on its node only where it differs from its relation's wording in
+    the graph; the SPARQL rule readers use gives back every statement's label as extracted."""
+    store, expected, own_labels = ox.Store(), {}, 0
+    for path in sorted(EXAMPLE_VAULT.rglob("*.md")):
+        relative = path.relative_to(EXAMPLE_VAULT).as_posix()
+        document = parse_document(path.read_bytes(), relative, VaultConfig())
+        extraction = RulesExtractor().extract(document)
+        graphs = build_document_graphs(document, extraction)
+        store.extend(graphs.quads())
+        prefix = f"{document_graphs(relative)[0]}{STATEMENT_FRAGMENT}"
+        for statement in extraction.statements:
+            if statement.role == "assertion":
+                expected[prefix + statement_id(statement)] = statement.label
+        own_labels += sum(1 for s, p, _ in graphs.assertion if p == ORIGINAL_LABEL and s.value.startswith(prefix))
+    statements = f"?statement a <{ENGRAM.Statement}>"
+    query = f"SELECT ?statement ?label WHERE {{ GRAPH ?g {{ {statements} {STATEMENT_LABEL_SPARQL} }} }}"
+    found = {row["statement"].value: row["label"].value for row in store.query(query)}
+    assert found == expected and len(expected) > 500
+    # Most statements share their relation's wording in their note, so few nodes state a label of their own.
+    assert 0 < own_labels < len(expected) / 5
 
 
 

@@ -5,11 +5,15 @@ the assertion graph names the extractor (``pav:createdBy``) and the human author
 belongs to the document whose graph holds it, so it carries only what is its own.
 
 An author's relation appears twice: as the plain triple (subject, relation, object), which graph queries use, and
-as a Statement node with its original label, where its span starts (``engram:spanStart``, ``engram:lineStart``)
-and its quote, the exact text of the span. The quote fixes where the span ends, so the end is not stated again:
-the span ends at ``spanStart + STRLEN(quote)`` and on line ``lineStart`` plus the line breaks of the quote
-before its last character (``vault.document.span_of``). A statement that says otherwise (a reviewed supersession,
-a later value) names its own ``prov:wasDerivedFrom`` and ``pav:createdBy``, which win.
+as a Statement node with where its span starts (``engram:spanStart``, ``engram:lineStart``) and its quote, the
+exact text of the span. Its original label (the words the note used: "Owner", "link", "담당자") is stated once per
+graph for each relation, as the relation's ``engram:originalLabel`` inside that graph (the label most of the
+graph's statements of that relation carry), and on a Statement node only where it differs, so a statement's label
+is ``COALESCE(its own, its relation's in its graph)`` (:data:`STATEMENT_LABEL_SPARQL`); one label per statement
+was 400,000 quads at 10,000 notes, most of them "link" and "tag". The quote fixes where the span ends, so the
+end is not stated again: the span ends at ``spanStart + STRLEN(quote)`` and on line ``lineStart`` plus the line
+breaks of the quote before its last character (``vault.document.span_of``). A statement that says otherwise (a
+reviewed supersession, a later value) names its own ``prov:wasDerivedFrom`` and ``pav:createdBy``, which win.
 
 What the catalog holds and no graph reader asks for stays out of the store (issue 16; Oxigraph spends about 290
 bytes a quad once RocksDB has compacted it): the machine's co-occurrence pairs (role ``analysis``, most of all
@@ -32,6 +36,7 @@ of a document's 23 ms of RDF work; native terms cost under 3 ms, and the store t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -174,10 +179,13 @@ def build_document_graphs(
     for core in sorted(core_kinds):
         add((_kind(core), SUBCLASS_OF, ENTITY))
 
-    context = _StatementContext(document, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}")
-    for statement in extraction.statements:
-        if statement.role == "assertion":
-            context.add(graphs.assertion, statement)
+    asserted = [statement for statement in extraction.statements if statement.role == "assertion"]
+    wordings = relation_wordings(asserted)
+    for predicate, label in wordings.items():
+        add((_relation(predicate), ORIGINAL_LABEL, ox.Literal(label)))
+    context = _StatementContext(document, entity_prefix, f"{doc_iri}{STATEMENT_FRAGMENT}", wordings)
+    for statement in asserted:
+        context.add(graphs.assertion, statement)
     # A relation stated on two lines is one plain triple in the store: count what the store holds.
     graphs.assertion = list(dict.fromkeys(graphs.assertion))
     return graphs
@@ -186,8 +194,10 @@ def build_document_graphs(
 class _StatementContext:
     """What every statement of one document shares, so each statement costs only its own terms."""
 
-    def __init__(self, document: Document, entity_prefix: str, statement_prefix: str) -> None:
+    def __init__(self, document: Document, entity_prefix: str, statement_prefix: str, wordings: dict[str, str]
+                 ) -> None:  # fmt: skip
         self.document, self.entity_prefix, self.statement_prefix = document, entity_prefix, statement_prefix
+        self.wordings = wordings
 
     def triple(self, statement: Statement) -> Triple:
         subject = ox.NamedNode(self.entity_prefix + statement.subject)
@@ -208,8 +218,9 @@ class _StatementContext:
             (node, SUBJECT, subject),
             (node, PREDICATE, relation),
             (node, OBJECT, obj),
-            (node, ORIGINAL_LABEL, ox.Literal(statement.label)),
         ]
+        if statement.label != self.wordings[statement.predicate]:
+            target.append((node, ORIGINAL_LABEL, ox.Literal(statement.label)))
         span = statement.span
         if span is not None:
             target += [
@@ -217,6 +228,26 @@ class _StatementContext:
                 (node, LINE_START, _integer(span.line_start)),
                 (node, QUOTE, ox.Literal(self.document.text[span.start : span.end])),
             ]
+
+
+def relation_wordings(statements: list[Statement]) -> dict[str, str]:
+    """Per relation, the label most of ``statements`` of it carry (the first seen among equals): the original
+    label the graph states once for the relation."""
+    counts: dict[str, Counter[str]] = {}
+    for statement in statements:
+        counts.setdefault(statement.predicate, Counter())[statement.label] += 1
+    return {predicate: counted.most_common(1)[0][0] for predicate, counted in counts.items()}
+
+
+# A statement node's original label in SPARQL: its own, else its relation's in the same graph. Bind ?statement
+# (and ?g, its graph) before using it.
+STATEMENT_LABEL_SPARQL = f"""
+    OPTIONAL {{ ?statement <{ENGRAM.originalLabel}> ?ownLabel }}
+    OPTIONAL {{
+        ?statement <{RDF.predicate}> ?labelledRelation . ?labelledRelation <{ENGRAM.originalLabel}> ?graphLabel
+    }}
+    BIND(COALESCE(?ownLabel, ?graphLabel) AS ?label)
+"""
 
 
 @lru_cache(maxsize=65536)
@@ -234,4 +265,5 @@ def _kind(kind: str) -> ox.NamedNode:
     return _iri(kind_iri(kind))
 
 
-__all__ = ["DocumentGraphs", "EncodedGraphs", "build_document_graphs", "statement_id"]
+__all__ = ["STATEMENT_LABEL_SPARQL", "DocumentGraphs", "EncodedGraphs", "build_document_graphs", "relation_wordings",
+           "statement_id"]
