@@ -15,10 +15,7 @@ from engramrag.extract.base import Extractor
 from engramrag.extract.registry import make_extractor
 from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.freshness import Refresh, refresh_unless_fresh
-from engramrag.resolve.candidate_config import CandidateConfig
-from engramrag.resolve.judge_config import JudgeConfig
-from engramrag.revise.model_review_config import ModelReviewConfig
-from engramrag.revise.supersession import SupersessionConfig
+from engramrag.lifecycle.step_settings import step_settings, version_config
 from engramrag.revise.versions import VersionConfig
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
@@ -69,24 +66,11 @@ class EngramStores(dg.ConfigurableResource):
         return make_embedder(self.embedder)
 
     def version_config(self) -> VersionConfig:
-        extra = tuple(entry.strip() for entry in self.single_valued.split(";") if entry.strip())
-        return VersionConfig(extra_properties=extra)
+        return version_config(self.single_valued)
 
     def step_settings(self) -> dict[str, str]:
-        """Per global step, the settings its outputs depend on (``lifecycle.freshness``: changed settings, the
-        step runs again)."""
-        judge = JudgeConfig.from_env()
-        candidates = repr(CandidateConfig())
-        proposals = repr(SupersessionConfig())
-        model_review = ModelReviewConfig.from_env().settings()  # the model proposer and verifier, or "off"
-        return {
-            "resolution_candidates": f"{candidates}|{self.make_embedder().name}|"
-            f"{judge.enabled}|{judge.base_url}|{judge.model}",
-            "resolution_overlay": candidates,
-            "supersession_candidates": proposals,
-            "accepted_supersessions": f"{proposals}|{model_review}",
-            "document_timeline": repr(self.version_config()),
-        }
+        """Per global step, the settings its outputs depend on (``lifecycle.step_settings``)."""
+        return step_settings(self.make_embedder().name, self.version_config())
 
 
 def is_consistency_pass(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> bool:

@@ -10,14 +10,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engramrag.extract.registry import extractor_id
+from engramrag.embed.registry import make_embedder
+from engramrag.extract.registry import extractor_id, make_extractor
 from engramrag.lifecycle.document_pool import ExtractionConfig
 from engramrag.lifecycle.freshness import stale_steps
 from engramrag.lifecycle.plan import plan_changes
+from engramrag.lifecycle.step_settings import step_settings, version_config
 from engramrag.lifecycle.summary import record_build
-from engramrag.retrieve.index_build import index_is_current
+from engramrag.retrieve.published_index import index_is_current
 from engramrag.store import Home
-from engramrag.vault.config import VaultConfig
+from engramrag.vault.config import VaultConfig, configured_bucket_count
 from engramrag.vault.ids import bucket_key
 from pipelines.build_lock import build_lock, process_alive
 from pipelines.instance import open_instance
@@ -59,21 +61,14 @@ def _run_build(
 ) -> BuildOutcome:
     extraction = extraction or ExtractionConfig()
     embedder = embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
-
-    import dagster as dg
-
-    from assets.partitions import BUCKET_COUNT
-    from assets.resources import EngramStores
-
-    config = VaultConfig(bucket_count=BUCKET_COUNT)
-    stores = EngramStores(
-        home=str(home.root), vault=str(vault), extractor=extractor, embedder=embedder,
-        extract_processes=extraction.processes,
-        extract_min_documents=extraction.min_documents,
-    )
-    pending_for = extractor_id(stores.make_extractor())
-    buckets = list(range(BUCKET_COUNT)) if full else plan_changes(
-        home, vault, config, extractor=pending_for, embedder=stores.make_embedder().name
+    # What the resource below makes and reads, made here without it: a build with nothing to do never imports
+    # Dagster (a second of every no-change build).
+    bucket_count = configured_bucket_count()
+    config = VaultConfig(bucket_count=bucket_count)
+    embedder_model = make_embedder(embedder)
+    pending_for = extractor_id(make_extractor(extractor, home=home))
+    buckets = list(range(bucket_count)) if full else plan_changes(
+        home, vault, config, extractor=pending_for, embedder=embedder_model.name
     ).buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:
@@ -89,7 +84,9 @@ def _run_build(
             "documents": {"config": {"verify_hashes": full}},
             "document_embeddings": {"config": {"full": full}},
         }
-    elif not stale_steps(home, stores.step_settings()) and index_is_current(home, stores.make_embedder()):
+    elif not stale_steps(home, step_settings(embedder_model.name, version_config())) and index_is_current(
+        home, embedder_model
+    ):
         # Nothing changed in the vault, no verdict since the last build, every step's outputs current: the build
         # is recorded and nothing runs.
         run_id = f"unchanged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}"
@@ -101,8 +98,17 @@ def _run_build(
     tags |= {"engram/pid": str(os.getpid()), "engram/host": socket.gethostname()}
     # Imported only when a job runs: the assets import the stores' libraries (LanceDB, great-expectations), which
     # cost a no-change build several seconds.
+    import dagster as dg
+
+    from assets.resources import EngramStores
     from pipelines.checks import provenance_checks, resolution_checks
     from pipelines.jobs import LIFECYCLE_ASSETS, document_lifecycle_job, review_job
+
+    stores = EngramStores(
+        home=str(home.root), vault=str(vault), extractor=extractor, embedder=embedder,
+        extract_processes=extraction.processes,
+        extract_min_documents=extraction.min_documents,
+    )
 
     job = review_job if reviews_only else document_lifecycle_job
     with open_instance(home) as instance:

@@ -11,6 +11,8 @@ processes, so the comparison also shows that where a document is extracted does 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -174,3 +176,12 @@ def test_a_build_with_nothing_changed_runs_nothing(tmp_path: Path) -> None:
         assert _recomputed(upgraded.asset_metadata, step) is True
         assert upgraded.asset_metadata[step]["reason"] == "its inputs changed: code"
     assert run_build(home, vault).run_id.startswith("unchanged-")
+    # A build with nothing to do does not import Dagster, which cost every no-change `engram build` a second.
+    probe = (
+        "import sys; from pathlib import Path; from engramrag.store import Home; "
+        "from pipelines.build import run_build; "
+        f"outcome = run_build(Home.at({str(home.root)!r}), Path({str(vault)!r})); "
+        "print(outcome.run_id.split('-')[0], 'dagster' in sys.modules)"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300)
+    assert shown.stdout.split() == ["unchanged", "False"]

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from engramrag.retrieve import Retriever
-from engramrag.retrieve.index_build import current_index
+from engramrag.retrieve.published_index import current_index
 from engramrag.store import Home
 from pipelines.build import run_build
 from pipelines.cli import main

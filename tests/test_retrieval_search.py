@@ -25,7 +25,7 @@ from engramrag.embed.base import EmbeddingServerError
 from engramrag.embed.hashing import HashEmbedder
 from engramrag.retrieve import IndexMissing, Retriever, search
 from engramrag.retrieve.context import AUTO_TURN_NOTICE
-from engramrag.retrieve.index_build import current_index
+from engramrag.retrieve.published_index import current_index
 from engramrag.store import Home
 from engramrag.vault.ids import bucket_key, bucket_of
 from engramrag.vectors.lancedb_store import VectorStore

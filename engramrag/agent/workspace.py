@@ -233,7 +233,7 @@ class Workspace:
 
     def _open_retriever(self) -> Any:
         """Keep one retriever open, and reopen it when a build has published a new index."""
-        from engramrag.retrieve.index_build import current_index
+        from engramrag.retrieve.published_index import current_index
         from engramrag.retrieve.retriever import Retriever
 
         current = current_index(self.home)

@@ -90,8 +90,8 @@ def _quad_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
-    from engramrag.retrieve.index_build import current_index
     from engramrag.retrieve.index_graph import EDGE_KINDS
+    from engramrag.retrieve.published_index import current_index
 
     folder = current_index(home)
     if folder is None:

@@ -1,6 +1,6 @@
 """Retrieval: seeding legs, hub correction, Personalized PageRank and budgeted context assembly.
 
-The names below are imported when first used: `engram build` reads ``retrieve.index_build`` to tell whether the
+The names below are imported when first used: `engram build` reads ``retrieve.published_index`` to tell whether the
 index is current, and importing the whole search stack (LanceDB among it) cost a no-change build 2-3 s.
 """
 

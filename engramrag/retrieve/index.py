@@ -12,9 +12,10 @@ import igraph as ig
 import numpy as np
 import scipy.sparse as sp
 
-from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, FORMAT, current_index
+from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS
 from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.ppr import walk_matrix
+from engramrag.retrieve.published_index import FORMAT, current_index
 from engramrag.retrieve.statements import StatementTable
 from engramrag.store import Home
 

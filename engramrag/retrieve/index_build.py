@@ -8,7 +8,6 @@ pointer, so a search that opened the previous index keeps reading a complete one
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -21,19 +20,18 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_reader, catalog_writer, read_frame, registered
+from engramrag.catalog.connection import catalog_writer, read_frame, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import BodyTerms
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.index_graph import EDGE_KINDS, assemble_graph
 from engramrag.retrieve.neighbours import Neighbours
+from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
 from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
-FORMAT = 12
-CURRENT = "CURRENT"
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
 NEIGHBOURS = "neighbours.npz"
@@ -60,7 +58,7 @@ def build_retrieval_index(
     index_config = index_config or IndexConfig()
     started = time.perf_counter()
     with catalog_writer(home, config.bucket_count) as catalog:
-        fingerprint = _fingerprint(catalog, embedder, index_config)
+        fingerprint = index_fingerprint(catalog, embedder, index_config)
         current = current_index(home)
         if current and not force:
             manifest = json.loads((current / "manifest.json").read_text())
@@ -108,27 +106,6 @@ def build_retrieval_index(
     )
 
 
-def index_is_current(home: Home, embedder: Embedder, index_config: IndexConfig | None = None) -> bool:
-    """Whether the published index was built from what the catalog holds now (read-only: no lock taken for
-    writing, nothing migrated)."""
-    current = current_index(home)
-    if current is None:
-        return False
-    with catalog_reader(home) as catalog:
-        if catalog is None:
-            return False
-        fingerprint = _fingerprint(catalog, embedder, index_config or IndexConfig())
-    return json.loads((current / "manifest.json").read_text()).get("fingerprint") == fingerprint
-
-
-def current_index(home: Home) -> Path | None:
-    pointer = home.ppr_path / CURRENT
-    if not pointer.exists():
-        return None
-    folder = home.ppr_path / pointer.read_text().strip()
-    return folder if (folder / "manifest.json").exists() else None
-
-
 def _publish(home: Home, version: str) -> None:
     pointer = home.ppr_path / CURRENT
     temporary = home.ppr_path / f".{CURRENT}.{os.getpid()}"
@@ -163,36 +140,6 @@ def _previous_neighbours(
 
 def _format_of(folder: Path) -> int | None:
     return json.loads((folder / "manifest.json").read_text()).get("format")
-
-
-def _fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
-    state = catalog.execute(
-        "SELECT coalesce(string_agg(doc_id || ':' || extraction || ':' || embedder, ',' ORDER BY doc_id), '') "
-        "FROM embedded_documents"
-    ).fetchone()[0]
-    paths = catalog.execute(
-        "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone"
-    ).fetchone()[0]
-    # People's verdicts reach the graph through these two tables: a merge or an accepted supersession rebuilds.
-    clusters = catalog.execute(
-        "SELECT coalesce(string_agg(entity_key || '=' || cluster_key, ',' ORDER BY entity_key), '') "
-        "FROM entity_clusters"
-    ).fetchone()[0]
-    superseded = catalog.execute(
-        "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
-        "FROM supersessions"
-    ).fetchone()[0]
-    timeline = catalog.execute(
-        "SELECT coalesce(string_agg(left_key || '>' || right_key || ':' || reason || ':' || coalesce(since, ''), ','"
-        " ORDER BY left_key, right_key), '') FROM document_supersessions"
-    ).fetchone()[0]
-    dates = catalog.execute(
-        "SELECT coalesce(string_agg(doc_id || ':' || coalesce(doc_date, ''), ',' ORDER BY doc_id), '') "
-        "FROM documents WHERE NOT gone"
-    ).fetchone()[0]
-    settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
-    text = f"{state}|{paths}|{clusters}|{superseded}|{timeline}|{dates}|{settings}"
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> dict[str, pd.DataFrame]:

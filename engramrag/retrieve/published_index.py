@@ -1,0 +1,72 @@
+"""The published retrieval index: the folder ``<home>/ppr/CURRENT`` names, the format this code writes and reads,
+and whether the index was built from what the catalog holds now. Kept apart from the build (``index_build``), which
+imports the search libraries: ``engram build`` asks whether the index is current on every run, also when nothing
+changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+
+from engramrag.catalog.connection import catalog_reader
+from engramrag.embed.base import Embedder
+from engramrag.retrieve.config import IndexConfig
+from engramrag.store import Home
+
+FORMAT = 12
+CURRENT = "CURRENT"
+
+
+def index_is_current(home: Home, embedder: Embedder, index_config: IndexConfig | None = None) -> bool:
+    """Whether the published index was built from what the catalog holds now (read-only: no lock taken for
+    writing, nothing migrated)."""
+    current = current_index(home)
+    if current is None:
+        return False
+    with catalog_reader(home) as catalog:
+        if catalog is None:
+            return False
+        fingerprint = index_fingerprint(catalog, embedder, index_config or IndexConfig())
+    return json.loads((current / "manifest.json").read_text()).get("fingerprint") == fingerprint
+
+
+def current_index(home: Home) -> Path | None:
+    pointer = home.ppr_path / CURRENT
+    if not pointer.exists():
+        return None
+    folder = home.ppr_path / pointer.read_text().strip()
+    return folder if (folder / "manifest.json").exists() else None
+
+
+def index_fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
+    state = catalog.execute(
+        "SELECT coalesce(string_agg(doc_id || ':' || extraction || ':' || embedder, ',' ORDER BY doc_id), '') "
+        "FROM embedded_documents"
+    ).fetchone()[0]
+    paths = catalog.execute(
+        "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone"
+    ).fetchone()[0]
+    # People's verdicts reach the graph through these two tables: a merge or an accepted supersession rebuilds.
+    clusters = catalog.execute(
+        "SELECT coalesce(string_agg(entity_key || '=' || cluster_key, ',' ORDER BY entity_key), '') "
+        "FROM entity_clusters"
+    ).fetchone()[0]
+    superseded = catalog.execute(
+        "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
+        "FROM supersessions"
+    ).fetchone()[0]
+    timeline = catalog.execute(
+        "SELECT coalesce(string_agg(left_key || '>' || right_key || ':' || reason || ':' || coalesce(since, ''), ','"
+        " ORDER BY left_key, right_key), '') FROM document_supersessions"
+    ).fetchone()[0]
+    dates = catalog.execute(
+        "SELECT coalesce(string_agg(doc_id || ':' || coalesce(doc_date, ''), ',' ORDER BY doc_id), '') "
+        "FROM documents WHERE NOT gone"
+    ).fetchone()[0]
+    settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
+    text = f"{state}|{paths}|{clusters}|{superseded}|{timeline}|{dates}|{settings}"
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
