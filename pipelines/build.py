@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,8 +50,24 @@ def run_build(
 ) -> BuildOutcome:
     """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance.
     One build at a time per home: a build started while another runs waits for it, and says so once."""
-    with build_lock(home, on_wait=log.warning):
+    with build_lock(home, on_wait=log.warning), _fewer_collections():
         return _run_build(home, vault, extractor, full, embedder, extraction)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Python's cyclic garbage collector, rarely during a build and once in full after it. A build allocates
+    millions of short-lived containers (rows, tuples, terms) and makes few cycles, and with the default thresholds
+    the collector went over every live object hundreds of times a build: 5.5-5.9 s of a 61-65 s full build of
+    2,000 notes (1.0 s with these thresholds, the peak memory 1-3% higher) and 2.6-2.8 s of a one-note edit at
+    10,000 notes (0.4-0.7 s)."""
+    previous = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+        gc.collect()  # what cycles the build left, before a resident process (engram watch) waits for the next
 
 
 def _run_build(

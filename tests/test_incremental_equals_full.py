@@ -10,6 +10,7 @@ processes, so the comparison also shows that where a document is extracted does 
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -153,7 +154,9 @@ def test_a_build_with_nothing_changed_runs_nothing(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     home = Home.at(tmp_path / "home")
+    thresholds = gc.get_threshold()
     assert run_build(home, vault).success
+    assert gc.get_threshold() == thresholds  # a build collects garbage less often, and puts the settings back
     before = store_snapshot(home)
     again = run_build(home, vault)
     assert again.success and again.run_id.startswith("unchanged-") and again.asset_metadata == {}
