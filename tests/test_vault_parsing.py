@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,30 @@ def test_scan_skips_hidden_folders_and_non_markdown(tmp_path: Path):
     found = [file.path for file in scan_vault(tmp_path, VaultConfig())]
     assert found == ["a.md", "e.markdown", "sub/b.md"]
     assert all(0 <= file.bucket < 16 for file in scan_vault(tmp_path, VaultConfig()))
+
+
+def test_scan_lists_nested_notes_and_skips_linked_folders_broken_links_and_folders_that_vanish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    vault, elsewhere = tmp_path / "vault", tmp_path / "elsewhere"
+    for relative in ["a.md", "deep/er/b.md", "gone/c.md", "kept/d.md"]:
+        (vault / relative).parent.mkdir(parents=True, exist_ok=True)
+        (vault / relative).write_text("# x\n")
+    (elsewhere / "e.md").parent.mkdir(parents=True)
+    (elsewhere / "e.md").write_text("# e\n")
+    (vault / "linked").symlink_to(elsewhere, target_is_directory=True)  # a linked folder is not followed
+    (vault / "broken.md").symlink_to(tmp_path / "missing.md")  # a link to nothing is not a document
+    found = scan_vault(vault, VaultConfig())
+    assert [file.path for file in found] == ["a.md", "deep/er/b.md", "gone/c.md", "kept/d.md"]
+    assert [file.absolute for file in found] == [vault / file.path for file in found]
+    assert [file.size_bytes for file in found] == [4, 4, 4, 4]
+
+    listing = os.scandir
+
+    def vanishing(folder: str):  # the folder is deleted while the vault is being listed
+        if folder.endswith("gone"):
+            raise FileNotFoundError(folder)
+        return listing(folder)
+
+    monkeypatch.setattr(os, "scandir", vanishing)
+    assert [file.path for file in scan_vault(vault, VaultConfig())] == ["a.md", "deep/er/b.md", "kept/d.md"]

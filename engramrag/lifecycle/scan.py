@@ -76,9 +76,13 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
 
 def _visible_files(folder: str, relative: str) -> Iterator[tuple[os.DirEntry[str], str]]:
     """Each file under ``folder`` with its vault-relative path (``relative`` is the folder's, "" or ending in
-    "/"), skipping hidden names; linked folders are not followed."""
-    with os.scandir(folder) as entries:
-        listed = [entry for entry in entries if not entry.name.startswith(".")]
+    "/"), skipping hidden names; linked folders are not followed. A folder that cannot be read, or that went away
+    while the vault was listed, is skipped, as ``os.walk`` skips it."""
+    try:
+        with os.scandir(folder) as entries:
+            listed = [entry for entry in entries if not entry.name.startswith(".")]
+    except OSError:
+        return
     for entry in listed:
         if not entry.is_dir():
             yield entry, relative + entry.name
