@@ -1,9 +1,9 @@
 """``engram watch``: one resident process that rebuilds a home whenever its vault or its verdicts change.
 
-A fresh ``engram build`` process pays about 10 s at 10,000 notes before and around its steps whatever they do
+A fresh ``engram build`` process pays about 6-10 s at 10,000 notes before and around its steps whatever they do
 (importing Dagster, LanceDB and great-expectations, opening the instance); a process that stays up pays that
-once. Measured on a 10,000-note home (README, "Session 33"): one edit took 45.0-45.4 s through ``engram build``
-and 34.2-41.1 s as a later build of one process. Changes are found the way the vault sensor finds
+once. Measured on a 10,000-note home (README, "Session 34"): one edit took 33.6-34.3 s through ``engram build``
+and 25.3 s as a later build of one process. Changes are found the way the vault sensor finds
 them (``plan_changes``: size and modification time, then the hash), and a verdict recorded or undone counts too;
 every build goes through ``run_build``, so Dagster records it like any other and the build lock keeps it from
 running beside another build of the same home.
@@ -19,7 +19,7 @@ from pathlib import Path
 from engramrag.decisions.store import DecisionsStore
 from engramrag.lifecycle.plan import plan_changes
 from engramrag.store import Home, StoreBusy
-from engramrag.vault.config import VaultConfig
+from engramrag.vault.config import VaultConfig, configured_bucket_count
 from pipelines.build import BuildOutcome, run_build
 
 
@@ -36,9 +36,7 @@ def watch(
 ) -> int:
     """Build now, then again whenever the vault or the verdicts change; return the number of builds run.
     ``on_build`` hears each build's outcome and its wall time in seconds."""
-    from assets.partitions import BUCKET_COUNT
-
-    config = VaultConfig(bucket_count=BUCKET_COUNT)
+    config = VaultConfig(bucket_count=configured_bucket_count())  # as run_build reads it
     builds, built_revision = 0, None
     while settings.max_builds is None or builds < settings.max_builds:
         revision = _revision(home)

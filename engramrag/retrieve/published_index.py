@@ -42,31 +42,25 @@ def current_index(home: Home) -> Path | None:
     return folder if (folder / "manifest.json").exists() else None
 
 
+# What an index is built from, each part one row of text: the embedded documents, the live paths, people's
+# verdicts (a merge reaches the graph through the clusters, an accepted supersession through supersessions), the
+# timeline's supersessions and the notes' dates.
+FINGERPRINT_PARTS = (
+    "SELECT coalesce(string_agg(doc_id || ':' || extraction || ':' || embedder, ',' ORDER BY doc_id), '') "
+    "FROM embedded_documents",
+    "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone",
+    "SELECT coalesce(string_agg(entity_key || '=' || cluster_key, ',' ORDER BY entity_key), '') FROM entity_clusters",
+    "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
+    "FROM supersessions",
+    "SELECT coalesce(string_agg(left_key || '>' || right_key || ':' || reason || ':' || coalesce(since, ''), ','"
+    " ORDER BY left_key, right_key), '') FROM document_supersessions",
+    "SELECT coalesce(string_agg(doc_id || ':' || coalesce(doc_date, ''), ',' ORDER BY doc_id), '') "
+    "FROM documents WHERE NOT gone",
+)
+
+
 def index_fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
-    state = catalog.execute(
-        "SELECT coalesce(string_agg(doc_id || ':' || extraction || ':' || embedder, ',' ORDER BY doc_id), '') "
-        "FROM embedded_documents"
-    ).fetchone()[0]
-    paths = catalog.execute(
-        "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone"
-    ).fetchone()[0]
-    # People's verdicts reach the graph through these two tables: a merge or an accepted supersession rebuilds.
-    clusters = catalog.execute(
-        "SELECT coalesce(string_agg(entity_key || '=' || cluster_key, ',' ORDER BY entity_key), '') "
-        "FROM entity_clusters"
-    ).fetchone()[0]
-    superseded = catalog.execute(
-        "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
-        "FROM supersessions"
-    ).fetchone()[0]
-    timeline = catalog.execute(
-        "SELECT coalesce(string_agg(left_key || '>' || right_key || ':' || reason || ':' || coalesce(since, ''), ','"
-        " ORDER BY left_key, right_key), '') FROM document_supersessions"
-    ).fetchone()[0]
-    dates = catalog.execute(
-        "SELECT coalesce(string_agg(doc_id || ':' || coalesce(doc_date, ''), ',' ORDER BY doc_id), '') "
-        "FROM documents WHERE NOT gone"
-    ).fetchone()[0]
+    """A digest of what the index would be built from now, and of the format and settings it would be built with."""
+    parts = [catalog.execute(query).fetchone()[0] for query in FINGERPRINT_PARTS]
     settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
-    text = f"{state}|{paths}|{clusters}|{superseded}|{timeline}|{dates}|{settings}"
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b("|".join([*parts, settings]).encode(), digest_size=16).hexdigest()
