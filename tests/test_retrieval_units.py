@@ -322,32 +322,70 @@ def test_scores_a_leg_cannot_tell_apart_share_a_rank() -> None:
 
 
 def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp_path) -> None:
+    from collections import Counter
+
     import pytest
 
-    from engramrag.retrieve.body_terms import BodyTerms
+    from engramrag.retrieve.body_terms import BodyTerms, Tokens
     from engramrag.retrieve.lexical import terms
     from engramrag.retrieve.note_bm25 import note_terms
     from engramrag.vault.ids import sha256_hex
 
-    texts = ["Minji owns the Grafana dashboards.", "박민지는 배포를 맡는다.", "Gone after this build."]
+    def bags(tokens: Tokens) -> list[Counter]:
+        return [Counter(tokens.words(note)) for note in range(tokens.notes)]
+
+    texts = ["Minji owns the Grafana dashboards.", "박민지는 배포를 맡는다.", "Gone after this build.", ""]
     first = BodyTerms.load(None)
     assert first.missing(map(sha256_hex, texts)) == set(map(sha256_hex, texts))
     hashes = [sha256_hex(text) for text in texts]
     cut, stems = first.of(hashes, texts)
-    assert (first.cut, first.reused) == (3, 0)
-    assert cut == [terms(text) for text in texts] and stems == [note_terms(text) for text in texts]
+    assert (first.cut, first.reused) == (4, 0)
+    # Each note as the bag of its terms (the readers count them; their order is not kept).
+    assert bags(cut) == [Counter(terms(text)) for text in texts]
+    assert bags(stems) == [Counter(note_terms(text)) for text in texts]
+    frequency = dict(zip(cut.vocab, cut.document_frequency().tolist(), strict=True))
+    assert frequency["minji"] == 1 and frequency["gone"] == 1 and sum(frequency.values()) == len(
+        {(note, term) for note, text in enumerate(texts) for term in terms(text)}
+    )
     first.save(tmp_path, hashes[:2])
 
     second = BodyTerms.load(tmp_path)
     assert len(second.known) == 2  # the gone text's terms were not kept
-    edited = ["Minji owns the Grafana dashboards.", "박민지는 배포와 알림을 맡는다."]
+    same = "Minji owns the Grafana dashboards."
+    edited = [same, "박민지는 배포와 알림을 맡는다.", same]  # two notes with one text
     edited_hashes = [sha256_hex(text) for text in edited]
     assert second.missing(edited_hashes) == {edited_hashes[1]}  # only the changed note's text must be read
-    again, again_stems = second.of(edited_hashes, [None, edited[1]])
-    assert (second.cut, second.reused) == (1, 1)
-    assert again == [terms(text) for text in edited] and again_stems == [note_terms(text) for text in edited]
+    again, again_stems = second.of(edited_hashes, [None, edited[1], None])
+    assert (second.cut, second.reused) == (1, 2)
+    assert bags(again) == [Counter(terms(text)) for text in edited]
+    assert bags(again_stems) == [Counter(note_terms(text)) for text in edited]
+    # The saved vocabulary holds only what the kept notes use: the gone note's words left with it.
+    second.save(tmp_path, edited_hashes)
+    third = BodyTerms.load(tmp_path)
+    kept, _ = third.of(edited_hashes, [None, None, None])
+    assert "gone" not in kept.vocab and sorted(kept.vocab) == sorted({t for text in edited for t in terms(text)})
     with pytest.raises(ValueError, match="not known"):
         BodyTerms.load(None).of([edited_hashes[0]], [None])
+
+
+def test_whole_note_bm25_from_stored_ids_scores_as_from_the_words() -> None:
+    from engramrag.retrieve.body_terms import BodyTerms
+    from engramrag.retrieve.note_bm25 import NoteIndex, note_terms, question_terms
+    from engramrag.vault.ids import sha256_hex
+
+    texts = [
+        "Caroline researched adoption agencies.\n\nLater she talked about counselling.",
+        "Caroline went hiking with Melanie.",
+        "",
+        "Melanie painted a sunset. 멜라니는 노을을 그렸다.",
+    ]
+    _, stems = BodyTerms().of([sha256_hex(text) for text in texts], texts)
+    from_ids, from_words = NoteIndex.from_tokens(stems), NoteIndex.build(texts, [note_terms(t) for t in texts])
+    assert from_ids.frequency == from_words.frequency and from_ids.notes == from_words.notes == 4
+    for question in ("What did Caroline research on adoption?", "Melanie sunset", "노을", "banana"):
+        asked = question_terms(question)
+        assert from_ids.scores(asked).tolist() == from_words.scores(asked).tolist()
+    assert from_ids.scores(question_terms("Caroline adoption")).argmax() == 0
 
 
 def _graph_tables() -> dict:

@@ -52,7 +52,8 @@ CATALOG_PARTS: dict[str, tuple[str, str]] = {
 
 def store_snapshot(home: Home) -> dict[str, list[tuple[Any, ...]]]:
     """Every part of the home as sorted rows: ``catalog.<table>``, ``quads.<graph>`` (sorted N-Quads digests per
-    named graph) and ``index.<part>`` (nodes by key, edges between node keys, term idf)."""
+    named graph) and ``index.<part>`` (nodes by key, edges between node keys, term idf, the whole-note BM25's
+    document frequencies and every nonzero score)."""
     parts: dict[str, list[tuple[Any, ...]]] = {}
     with catalog_reader(home) as catalog:
         if catalog is None:
@@ -91,6 +92,7 @@ def _quad_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
 
 def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
     from engramrag.retrieve.index_graph import EDGE_KINDS
+    from engramrag.retrieve.note_bm25 import NoteIndex
     from engramrag.retrieve.published_index import current_index
 
     folder = current_index(home)
@@ -115,7 +117,15 @@ def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
             (name[int(s)], name[int(d)], EDGE_KINDS[int(k)], round(float(w), 5))
             for s, d, k, w in zip(graph["src"], graph["dst"], graph["kind"], graph["weight"], strict=True)
         ]
+    notes = NoteIndex.load(Path(folder))
+    path_of = [row[2] for row in sorted(passages)]  # note i is the i-th passage node
+    note_scores = []  # (note, stem, BM25): the whole-note index's every nonzero score, by the note's path
+    for stem in sorted(notes.frequency):
+        scores = notes.scores([stem])
+        note_scores += [(path_of[i], stem, round(float(scores[i]), 5)) for i in np.flatnonzero(scores).tolist()]
     return {
+        "index.note_frequency": sorted(notes.frequency.items()),
+        "index.note_scores": sorted(note_scores),
         "index.entity_nodes": sorted(_plain(row[1:]) for row in entities),
         "index.passage_nodes": sorted(_plain(row[1:]) for row in passages),
         "index.term_idf": sorted(idf),

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
-from engramrag.retrieve.body_terms import BodyTerms
+from engramrag.retrieve.body_terms import BodyTerms, Tokens
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
@@ -125,7 +124,7 @@ def assemble_graph(
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
         "document_supersessions": tables["document_supersessions"],
-        "notes": NoteIndex.build(bodies, note_stems),
+        "notes": NoteIndex.from_tokens(note_stems),
         "body_hashes": body_hashes,
     }
 
@@ -279,11 +278,10 @@ def node_specificity(documents: int, total: int) -> float:
     return max(0.0, math.log((total + 1) / max(1, documents))) / math.log(total + 1)
 
 
-def _document_frequency(body_terms: list[list[str]], wanted: set[str]) -> Counter[str]:
-    """In how many documents each label term occurs. Weighting label terms by how common they are in the
-    notes (not among labels) keeps an everyday word that happens to be a label ("Owns", "Status") from
-    seeding as strongly as a name only a few notes use."""
-    frequency: Counter[str] = Counter()
-    for listed in body_terms:
-        frequency.update(wanted.intersection(listed))
-    return frequency
+def _document_frequency(note_terms: Tokens, wanted: set[str]) -> dict[str, int]:
+    """In how many documents each label term occurs (terms no note holds are left out), by term. Weighting
+    label terms by how common they are in the notes (not among labels) keeps an everyday word that happens to
+    be a label ("Owns", "Status") from seeding as strongly as a name only a few notes use."""
+    counts = note_terms.document_frequency()
+    found = ((term, int(counts[number])) for number, term in enumerate(note_terms.vocab) if term in wanted)
+    return {term: count for term, count in sorted(found) if count}

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import bm25s
 import numpy as np
@@ -27,6 +28,9 @@ import Stemmer
 from engramrag.embed.tokens import is_cjk, word_runs
 from engramrag.extract.korean import analyse
 from engramrag.retrieve.lexical import smoothed_idf, terms
+
+if TYPE_CHECKING:
+    from engramrag.retrieve.body_terms import Tokens
 
 FOLDER = "notes_bm25"
 FREQUENCIES = "document_frequency.json"
@@ -99,6 +103,19 @@ class NoteIndex:
         model = bm25s.BM25()
         model.index(tokens, show_progress=False)
         return cls(model, dict(frequency), len(texts))
+
+    @classmethod
+    def from_tokens(cls, stems: Tokens) -> NoteIndex:
+        """The index of notes given as stem ids (``body_terms.Tokens``): the same model and frequencies as
+        :meth:`build` on their stems, without naming millions of strings again."""
+        stems = stems.compacted()
+        counts = stems.document_frequency()
+        frequency = {stem: int(count) for stem, count in zip(stems.vocab, counts.tolist(), strict=True) if count}
+        if not len(stems.ids):
+            return cls(None, frequency, stems.notes)
+        model = bm25s.BM25()
+        model.index((stems.id_lists(), {stem: number for number, stem in enumerate(stems.vocab)}), show_progress=False)
+        return cls(model, frequency, stems.notes)
 
     def save(self, folder: Path) -> None:
         target = folder / FOLDER
