@@ -62,3 +62,33 @@ def test_a_writer_creates_every_table_and_brings_back_one_that_was_dropped(tmp_p
     assert created == TABLE_NAMES and len(TABLE_NAMES) > 30
     with catalog_writer(home, 4) as catalog:  # a current catalog missing a table is not skipped
         assert catalog.execute("SELECT count(*) FROM resolution_keys").fetchall() == [(0,)]
+
+
+def test_catalogs_attached_in_one_process_see_only_their_own_tables_and_let_go_of_their_files(tmp_path) -> None:
+    """Writers and readers attach the catalog file to the process's one DuckDB: each sees its own home's tables,
+    a failed block leaves nothing behind, and after the block the file is free for another process."""
+    import subprocess
+    import sys
+
+    from engramrag.catalog.connection import catalog_reader, catalog_writer, has_column, has_table
+    from engramrag.store import Home
+
+    first, second = Home.at(tmp_path / "first"), Home.at(tmp_path / "second")
+    with catalog_writer(first, 4) as catalog:
+        catalog.execute("CREATE TABLE scratch (x INTEGER)")
+        catalog.execute("INSERT INTO scratch VALUES (1), (2)")
+    with catalog_writer(second, 4) as catalog, pytest.raises(RuntimeError):
+        assert not has_table(catalog, "scratch") and has_table(catalog, "documents")
+        catalog.execute("BEGIN")
+        catalog.execute("CREATE TABLE scratch (y INTEGER)")
+        raise RuntimeError("the step failed")
+    with catalog_reader(second) as catalog:
+        assert not has_table(catalog, "scratch")  # the failed block's transaction was rolled back
+    with catalog_reader(first) as catalog, catalog_reader(first) as again:  # two readers at once
+        assert has_column(catalog, "scratch", "x") and not has_column(catalog, "scratch", "y")
+        assert again.execute("SELECT sum(x) FROM scratch").fetchall() == [(3,)]
+    # Nothing holds the file once the blocks end: another process opens it for writing and finds the rows.
+    script = f"import duckdb; print(duckdb.connect({str(first.catalog_path)!r}).sql('SELECT sum(x) FROM scratch')"
+    found = subprocess.run([sys.executable, "-c", script + ".fetchall())"], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[(3,)]"
+    assert not list(first.root.glob("*.wal"))  # detaching checkpointed the writes into the file
