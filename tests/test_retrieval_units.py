@@ -186,6 +186,43 @@ def test_ppr_on_a_neighbourhood_ranks_like_the_whole_graph_near_the_seeds() -> N
     assert all(node in local for node in path_to_35) and path_to_far == []
 
 
+def test_neighbourhood_edges_are_the_induced_subgraphs_pairs_and_give_its_pagerank() -> None:
+    """Taking a neighbourhood's edges by column (small nodes) and from the hubs' own matrix gives each linked pair
+    once with its parallel edges' summed weight, and PageRank on it equals PageRank on igraph's induced subgraph."""
+    from collections import defaultdict
+
+    from engramrag.retrieve.ppr import NeighbourhoodEdges, adjacency_matrix
+
+    rng = np.random.default_rng(3)
+    hubs = rng.integers(0, 200, size=(900, 2))  # nodes 0-3 are hubs: most edges touch one of them
+    hubs[:, 0] = hubs[:, 0] % 4
+    edges = np.concatenate([hubs, rng.integers(0, 200, size=(500, 2)), [[0, 1], [0, 1], [2, 3]]])
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    weights = rng.uniform(0.1, 2.0, size=len(edges))
+    graph = ig.Graph(n=200, edges=edges.tolist(), directed=False)
+    graph.es["weight"] = weights.tolist()
+    taker = NeighbourhoodEdges(adjacency_matrix(200, edges[:, 0], edges[:, 1], weights), hub_degree=20)
+    assert set(taker.hubs.tolist()) >= {0, 1, 2, 3}
+
+    def pairs(sub: ig.Graph, nodes: np.ndarray) -> dict[tuple[int, int], float]:
+        found: dict[tuple[int, int], float] = defaultdict(float)
+        for (a, b), weight in zip(sub.get_edgelist(), sub.es["weight"], strict=True):
+            found[tuple(sorted((int(nodes[a]), int(nodes[b]))))] += weight
+        return found
+
+    for seeds in ({0: 1.0, 57: 0.5}, {150: 1.0}, {1: 1.0, 2: 1.0, 3: 0.2}):
+        walk = walk_of(graph)
+        nodes = neighbourhood(walk, seeds, hops=2, max_nodes=60)
+        expected = pairs(graph.induced_subgraph(nodes.tolist()), nodes)
+        found = pairs(taker.graph(nodes), nodes)
+        assert found.keys() == expected.keys() and len(found) > 20
+        assert all(found[key] == pytest.approx(expected[key]) for key in expected)
+        by_igraph = personalized_pagerank(graph, walk, seeds, damping=0.5, hops=2, max_nodes=60).scores
+        by_columns = personalized_pagerank(graph, walk, seeds, damping=0.5, hops=2, max_nodes=60, edges=taker).scores
+        assert by_columns.keys() == by_igraph.keys()
+        assert all(by_columns[node] == pytest.approx(by_igraph[node], rel=1e-9) for node in by_igraph)
+
+
 def test_a_full_neighbourhood_keeps_the_nodes_the_walk_reaches_most() -> None:
     graph = ig.Graph.Star(8)  # 0 is the hub; 1..7 hang off it
     graph.add_edges([(3, 4)])

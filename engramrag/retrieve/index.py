@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS
 from engramrag.retrieve.note_bm25 import NoteIndex
-from engramrag.retrieve.ppr import walk_matrix
+from engramrag.retrieve.ppr import NeighbourhoodEdges, adjacency_matrix, walk_matrix
 from engramrag.retrieve.published_index import FORMAT, current_index
 from engramrag.retrieve.statements import StatementTable
 from engramrag.store import Home
@@ -39,6 +39,7 @@ class RetrievalIndex:
     notes: NoteIndex  # whole-note BM25; note i is passage node entity_count + i
     specificity: np.ndarray  # (entities,) log-IDF specificity of each entity over the notes, in [0, 1]
     strength: np.ndarray  # (nodes,) sum of each node's edge weights
+    edges: NeighbourhoodEdges  # takes a PageRank neighbourhood's edges out of the graph
 
     @classmethod
     def open(cls, home: Home) -> RetrievalIndex:
@@ -63,6 +64,7 @@ class RetrievalIndex:
         graph = ig.Graph(n=node_count, edges=np.column_stack([src, dst]), directed=False)
         graph.es["weight"] = weight
         walk = walk_matrix(node_count, src, dst, weight)
+        edges = NeighbourhoodEdges(adjacency_matrix(node_count, src, dst, weight))
         db = duckdb.connect(str(folder / "index.duckdb"), read_only=True)
         vectors = np.load(folder / ENTITY_VECTORS, mmap_mode="r")
         density = np.load(folder / ENTITY_DENSITY)
@@ -74,7 +76,7 @@ class RetrievalIndex:
         strength = np.asarray(graph.strength(weights="weight"), dtype=np.float64)
         return cls(
             folder, manifest, graph, walk, entity_count, kind, db, vectors, density, statements,
-            NoteIndex.load(folder), specificity, strength,
+            NoteIndex.load(folder), specificity, strength, edges,
         )
 
     def nearest_entities(self, vector: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:

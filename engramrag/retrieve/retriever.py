@@ -285,6 +285,7 @@ class Retriever:
             config.damping,
             config.subgraph_hops,
             config.auto_turn_subgraph_nodes if mode == "auto_turn" else config.max_subgraph_nodes,
+            self.index.edges,
         )
         ppr = local.scores
         timings["ppr"] = _ms(mark)
