@@ -26,22 +26,25 @@ import scipy.sparse as sp
 def adjacency_matrix(node_count: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> sp.csc_matrix:
     """The undirected weighted edge list as a symmetric matrix, the weights of parallel edges summed, each column's
     rows sorted (column j lists j's neighbours in ascending order)."""
-    rows = np.concatenate([src, dst]).astype(np.int64)
-    cols = np.concatenate([dst, src]).astype(np.int64)
-    values = np.concatenate([weight, weight]).astype(np.float64)
+    rows, cols, values = _both_ways(src, dst, weight)
     matrix = sp.csc_matrix((values, (rows, cols)), shape=(node_count, node_count))
     matrix.sum_duplicates()
     matrix.sort_indices()
     return matrix
 
 
+def _both_ways(src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An undirected edge list as matrix entries in both directions: rows, columns, weights."""
+    rows = np.concatenate([src, dst]).astype(np.int64)
+    cols = np.concatenate([dst, src]).astype(np.int64)
+    return rows, cols, np.concatenate([weight, weight]).astype(np.float64)
+
+
 def walk_matrix(node_count: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> sp.csc_matrix:
     """The random walk's step over an undirected weighted edge list: column j holds the probabilities of
     stepping from node j to each neighbour (``walk @ mass`` is one step of the mass). Column-major, so that
     a step from a few nodes reads only their columns."""
-    rows = np.concatenate([src, dst]).astype(np.int64)
-    cols = np.concatenate([dst, src]).astype(np.int64)
-    values = np.concatenate([weight, weight]).astype(np.float64)
+    rows, cols, values = _both_ways(src, dst, weight)
     matrix = sp.csr_matrix((values, (rows, cols)), shape=(node_count, node_count))
     matrix.sum_duplicates()
     strength = np.asarray(matrix.sum(axis=0)).ravel()
