@@ -60,11 +60,13 @@ AIMS_MS = {10_000: {"auto_turn": 50.0, "full": 300.0}, 100_000: {"auto_turn": 10
 AIM_DOCUMENTS = min(AIMS_MS)
 
 
+STAGES = ("embed", "bm25", "chunk", "lexical", "entity", "triple", "ppr", "context", "total")
+STORES = ("lancedb/", "ppr/", "catalog.duckdb", "quads/")
+
+
 def aims_for(documents: int) -> dict[str, float]:
     """The latency aims that apply at this size (the smallest size's below it)."""
     return AIMS_MS[max((size for size in AIMS_MS if size <= documents), default=AIM_DOCUMENTS)]
-STAGES = ("embed", "bm25", "chunk", "lexical", "entity", "triple", "ppr", "context", "total")
-STORES = ("lancedb/", "ppr/", "catalog.duckdb", "quads/")
 
 
 def say(message: str) -> None:
@@ -106,9 +108,7 @@ def prepare_vault(work: Path, documents: int, seed: int) -> tuple[Path, dict[str
         generate_vault(vault, documents, seed)
         done.write_text(json.dumps({"documents": documents, "seed": seed}) + "\n", encoding="utf-8")
         say(f"vault: generated {documents} notes in {time.perf_counter() - started:.1f} s at {vault}")
-    files = list(vault.rglob("*.md"))
-    info = {"path": str(vault), "files": len(files), "bytes": sum(path.stat().st_size for path in files)}
-    return vault, info
+    return vault, vault_of(vault)
 
 
 def build_home(vault: Path, home_dir: Path, documents: int, seed: int, rebuild: bool) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS
 from engramrag.retrieve.note_bm25 import NoteIndex
-from engramrag.retrieve.ppr import NeighbourhoodEdges, adjacency_matrix, walk_matrix
+from engramrag.retrieve.ppr import NeighbourhoodEdges, adjacency_matrix, walk_from
 from engramrag.retrieve.published_index import FORMAT, current_index
 from engramrag.retrieve.statements import StatementTable
 from engramrag.store import Home
@@ -63,8 +63,9 @@ class RetrievalIndex:
             kind = arrays["kind"]
         graph = ig.Graph(n=node_count, edges=np.column_stack([src, dst]), directed=False)
         graph.es["weight"] = weight
-        walk = walk_matrix(node_count, src, dst, weight)
-        edges = NeighbourhoodEdges(adjacency_matrix(node_count, src, dst, weight))
+        adjacency = adjacency_matrix(node_count, src, dst, weight)
+        walk = walk_from(adjacency)
+        edges = NeighbourhoodEdges(adjacency)
         db = duckdb.connect(str(folder / "index.duckdb"), read_only=True)
         vectors = np.load(folder / ENTITY_VECTORS, mmap_mode="r")
         density = np.load(folder / ENTITY_DENSITY)

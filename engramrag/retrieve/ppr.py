@@ -26,30 +26,27 @@ import scipy.sparse as sp
 def adjacency_matrix(node_count: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> sp.csc_matrix:
     """The undirected weighted edge list as a symmetric matrix, the weights of parallel edges summed, each column's
     rows sorted (column j lists j's neighbours in ascending order)."""
-    rows, cols, values = _both_ways(src, dst, weight)
+    rows = np.concatenate([src, dst]).astype(np.int64)
+    cols = np.concatenate([dst, src]).astype(np.int64)
+    values = np.concatenate([weight, weight]).astype(np.float64)
     matrix = sp.csc_matrix((values, (rows, cols)), shape=(node_count, node_count))
     matrix.sum_duplicates()
     matrix.sort_indices()
     return matrix
 
 
-def _both_ways(src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """An undirected edge list as matrix entries in both directions: rows, columns, weights."""
-    rows = np.concatenate([src, dst]).astype(np.int64)
-    cols = np.concatenate([dst, src]).astype(np.int64)
-    return rows, cols, np.concatenate([weight, weight]).astype(np.float64)
+def walk_from(adjacency: sp.csc_matrix) -> sp.csc_matrix:
+    """The random walk's step over :func:`adjacency_matrix`: column j holds the probabilities of stepping from
+    node j to each neighbour (``walk @ mass`` is one step of the mass). Column-major, so that a step from a few
+    nodes reads only their columns."""
+    strength = np.asarray(adjacency.sum(axis=0)).ravel()
+    strength[strength == 0] = 1.0
+    return (adjacency @ sp.diags(1.0 / strength)).tocsc()
 
 
 def walk_matrix(node_count: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> sp.csc_matrix:
-    """The random walk's step over an undirected weighted edge list: column j holds the probabilities of
-    stepping from node j to each neighbour (``walk @ mass`` is one step of the mass). Column-major, so that
-    a step from a few nodes reads only their columns."""
-    rows, cols, values = _both_ways(src, dst, weight)
-    matrix = sp.csr_matrix((values, (rows, cols)), shape=(node_count, node_count))
-    matrix.sum_duplicates()
-    strength = np.asarray(matrix.sum(axis=0)).ravel()
-    strength[strength == 0] = 1.0
-    return (matrix @ sp.diags(1.0 / strength)).tocsc()
+    """The random walk's step over an undirected weighted edge list (:func:`walk_from` its adjacency matrix)."""
+    return walk_from(adjacency_matrix(node_count, src, dst, weight))
 
 
 # NeighbourhoodEdges takes the edges itself when the kept nodes' edges are this many times the small nodes'.
