@@ -393,9 +393,9 @@ def test_select_sees_the_union_and_named_graphs(built):
     )
     assert graphs["rows"] == [{"g": {"type": "iri", "value": MINJI_GRAPH}}]
     typed = query_graph(
-        home, f"SELECT ?line WHERE {{ GRAPH <{MINJI_GRAPH}> {{ ?s engram:lineStart ?line }} }} LIMIT 1"
+        home, f"SELECT ?start WHERE {{ GRAPH <{MINJI_GRAPH}> {{ ?s engram:spanStart ?start }} }} LIMIT 1"
     )
-    assert typed["rows"][0]["line"]["datatype"] == "http://www.w3.org/2001/XMLSchema#integer"
+    assert typed["rows"][0]["start"]["datatype"] == "http://www.w3.org/2001/XMLSchema#integer"
 
 
 def test_ask_and_construct(built):
