@@ -503,8 +503,8 @@ def test_graph_assembly_sums_repeated_edges_and_keeps_the_first_wording_among_eq
     for key, weight in expected.items():
         assert edges[key] == pytest.approx(weight, rel=1e-6)
     rows = graph["edge_statements"]
-    assert rows["statement_id"].tolist() == ["s1", "s4"]
-    assert rows[["src", "dst", "doc_node"]].values.tolist() == [[0, 1, 2], [0, 1, 3]]
+    assert rows.column("statement_id").to_pylist() == ["s1", "s4"]
+    assert [rows.column(end).to_pylist() for end in ("src", "dst", "doc_node")] == [[0, 0], [1, 1], [2, 3]]
 
 
 def test_graph_assembly_refuses_an_entity_without_a_stored_vector() -> None:

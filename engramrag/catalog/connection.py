@@ -131,10 +131,7 @@ def read_frame(
     third of the time on large string results (985,606 statements at 10,000 notes: 1.7 s with ``.df()``, 0.6 s).
     Through ``execute`` rather than ``sql``, which refuses to run while an earlier result is unfinished; DuckDB warns
     that this path copies the Arrow batches once, which is still the faster one."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
-        table = catalog.execute(query, list(parameters) if parameters else []).to_arrow_table()
-    table = table.combine_chunks()  # one chunk: later pandas work on many small ones was slower
+    table = read_arrow(catalog, query, parameters)
     frame = table.to_pandas()
     # Arrow makes an integer column with NULLs float64 and a boolean one object; ``.df()`` makes them pandas'
     # nullable Int32/Int64 and boolean (and keeps numpy types where nothing is NULL).
@@ -142,6 +139,17 @@ def read_frame(
         if column.null_count and (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
             frame[name] = column.to_pandas(types_mapper=_nullable_dtype)
     return frame
+
+
+def read_arrow(
+    catalog: duckdb.DuckDBPyConnection, query: str, parameters: Sequence[object] | None = None
+) -> pa.Table:
+    """The query's rows as one-chunk Arrow table (for work that stays in Arrow or goes back into DuckDB: no Python
+    object per value). Through ``execute``, as :func:`read_frame`."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+        table = catalog.execute(query, list(parameters) if parameters else []).to_arrow_table()
+    return table.combine_chunks()  # one chunk: later work on many small ones was slower
 
 
 def _nullable_dtype(arrow_type: pa.DataType) -> pd.api.extensions.ExtensionDtype | None:
@@ -154,7 +162,7 @@ def _nullable_dtype(arrow_type: pa.DataType) -> pd.api.extensions.ExtensionDtype
 
 
 @contextmanager
-def registered(catalog: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> Iterator[None]:
+def registered(catalog: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame | pa.Table) -> Iterator[None]:
     """``frame`` readable as the view ``name`` inside the block (a join partner for a query), gone after it."""
     catalog.register(name, frame)
     try:

@@ -20,7 +20,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, read_frame, registered
+from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import BodyTerms
@@ -142,7 +142,9 @@ def _format_of(folder: Path) -> int | None:
     return json.loads((folder / "manifest.json").read_text()).get("format")
 
 
-def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> dict[str, pd.DataFrame]:
+def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> dict[str, Any]:
+    """The catalog's tables the index is made of: pandas frames, and the statements as an Arrow table (a million
+    rows at 10,000 notes, joined to their nodes by DuckDB and written back to it without a Python object each)."""
     embedded = "SELECT doc_id FROM embedded_documents"
     return {
         "passages": _passages(catalog, embedded, body_terms),
@@ -151,7 +153,7 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> 
             f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
             "ORDER BY doc_id, entity_key",
         ),
-        "statements": read_frame(
+        "statements": read_arrow(
             catalog,
             f"""
             SELECT doc_id, statement_id, subject, predicate, coalesce(label, predicate) AS label, object, role,

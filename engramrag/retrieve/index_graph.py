@@ -18,8 +18,11 @@ import json
 import math
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
@@ -68,9 +71,11 @@ def assemble_graph(
 
     mention_lo, mention_hi, mention_weight = _mention_edges(in_passage, specificity, config)
     statement_rows = _statement_rows(tables["statements"], mentions, passage_node)
-    relation_kind = np.where(statement_rows["predicate"].isin(HIERARCHY_PREDICATES), HIERARCHY, RELATION)
-    relation_weight = np.where(statement_rows["role"] == "assertion", 1.0, config.analysis_edge_weight)
-    subject, obj = statement_rows["src"].to_numpy(), statement_rows["dst"].to_numpy()
+    hierarchy = pc.is_in(statement_rows.column("predicate"), value_set=pa.array(sorted(HIERARCHY_PREDICATES)))
+    relation_kind = np.where(hierarchy.to_numpy(zero_copy_only=False), HIERARCHY, RELATION)
+    asserted = pc.equal(statement_rows.column("role"), "assertion").to_numpy(zero_copy_only=False)
+    relation_weight = np.where(asserted, 1.0, config.analysis_edge_weight)
+    subject, obj = (statement_rows.column(end).to_numpy() for end in ("src", "dst"))
 
     k = max(config.synonym_neighbours, config.density_neighbours)
     if previous is not None:
@@ -184,21 +189,33 @@ def _mention_edges(
     return nodes, in_passage["passage"].to_numpy(dtype=np.int64), weight
 
 
-def _statement_rows(statements: pd.DataFrame, mentions: pd.DataFrame, passage_node: pd.Series) -> pd.DataFrame:
-    """Statements between two different entity nodes of a listed note, with their nodes: the rows search reads
-    to show why an edge exists."""
+def _statement_rows(
+    statements: pa.Table | pd.DataFrame, mentions: pd.DataFrame, passage_node: pd.Series
+) -> pa.Table:
+    """Statements between two different entity nodes of a listed note, with their nodes, in the order given: the
+    rows search reads to show why an edge exists. Joined by DuckDB over Arrow: at 10,000 notes a million statements
+    made into pandas rows, merged twice and written back to DuckDB cost more than the rest of the graph."""
     node_of = mentions[["doc_id", "entity_key", "node"]].drop_duplicates(["doc_id", "entity_key"], keep="last")
-    frame = statements[STATEMENT_COLUMNS]
-    for end, column in (("subject", "src"), ("object", "dst")):
-        frame = frame.merge(
-            node_of.rename(columns={"entity_key": end, "node": column}), on=["doc_id", end], how="left", sort=False
-        )
-    frame["doc_node"] = frame["doc_id"].map(passage_node)
-    keep = frame["src"].notna() & frame["dst"].notna() & frame["doc_node"].notna() & (frame["src"] != frame["dst"])
-    frame = frame[keep]
-    ends = {column: frame[column].astype(np.int64) for column in ("src", "dst", "doc_node")}
-    lines = {column: pd.array(frame[column], dtype="Int64") for column in ("line_start", "line_end")}
-    return frame.assign(**lines)[[*ends.keys(), *STATEMENT_COLUMNS]].assign(**ends).reset_index(drop=True)
+    doc_nodes = pd.DataFrame({"doc_id": passage_node.index.to_numpy(dtype=object), "doc_node": passage_node.to_numpy()})
+    if isinstance(statements, pd.DataFrame):
+        statements = pa.Table.from_pandas(statements[STATEMENT_COLUMNS], preserve_index=False)
+    given = statements.select(STATEMENT_COLUMNS).append_column("position", pa.array(np.arange(len(statements))))
+    columns = ", ".join(f"s.{name}" for name in STATEMENT_COLUMNS if not name.startswith("line_"))
+    with duckdb.connect() as db:
+        for name, frame in (("given", given), ("node_of", node_of), ("doc_nodes", doc_nodes)):
+            db.register(name, frame)
+        return db.sql(
+            f"""
+            SELECT subject_node.node::BIGINT AS src, object_node.node::BIGINT AS dst, d.doc_node::BIGINT AS doc_node,
+                   {columns}, s.line_start::BIGINT AS line_start, s.line_end::BIGINT AS line_end
+            FROM given s
+            JOIN node_of subject_node ON subject_node.doc_id = s.doc_id AND subject_node.entity_key = s.subject
+            JOIN node_of object_node ON object_node.doc_id = s.doc_id AND object_node.entity_key = s.object
+            JOIN doc_nodes d ON d.doc_id = s.doc_id
+            WHERE subject_node.node <> object_node.node
+            ORDER BY s.position
+            """
+        ).to_arrow_table().combine_chunks()
 
 
 def _summed_edges(
