@@ -19,6 +19,8 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
@@ -148,10 +150,13 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> 
     embedded = "SELECT doc_id FROM embedded_documents"
     return {
         "passages": _passages(catalog, embedded, body_terms),
-        "entities": read_frame(
-            catalog,
-            f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
-            "ORDER BY doc_id, entity_key",
+        "entities": _with_categories(
+            read_arrow(
+                catalog,
+                f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
+                "ORDER BY doc_id, entity_key",
+            ),
+            ("doc_id", "entity_key", "label", "kind"),
         ),
         "statements": read_arrow(
             catalog,
@@ -187,6 +192,14 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> 
             """
         ),
     }
+
+
+def _with_categories(table: pa.Table, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The table as a frame whose ``columns`` are categories, dictionary-encoded by Arrow: one string per distinct
+    value rather than one per row (half a million mentions of 60,000 labels and 10,000 notes at 10,000 notes)."""
+    for name in columns:
+        table = table.set_column(table.column_names.index(name), name, pc.dictionary_encode(table.column(name)))
+    return table.to_pandas()
 
 
 def _passages(catalog: duckdb.DuckDBPyConnection, embedded: str, body_terms: BodyTerms) -> pd.DataFrame:

@@ -53,14 +53,14 @@ def assemble_graph(
     """Nodes, edges and the lexical tables of one index, from the catalog's ``tables`` and the stored vector of
     each label (``label_vectors``, read from LanceDB)."""
     passages = tables["passages"]
-    mentions = _mentions(tables["entities"], tables["clusters"])
-    node_keys = sorted(set(mentions["node_key"].tolist()))
+    mentions, node_keys = _mentions(tables["entities"], tables["clusters"])
     entity_count = len(node_keys)
-    mentions["node"] = pd.Categorical(mentions["node_key"], categories=node_keys).codes.astype(np.int64)
     passage_docs = passages["doc_id"].tolist()
     passage_node = pd.Series(np.arange(entity_count, entity_count + len(passage_docs), dtype=np.int64),
                              index=pd.Index(passage_docs, dtype=object))  # fmt: skip
-    mentions["passage"] = mentions["doc_id"].map(passage_node)
+    documents_of_mentions = mentions["doc_id"].cat
+    passage_of_document = passage_node.reindex(documents_of_mentions.categories.astype(object)).to_numpy()
+    mentions["passage"] = passage_of_document[documents_of_mentions.codes.to_numpy()]
     in_passage = mentions[mentions["passage"].notna()]
 
     documents = (
@@ -134,24 +134,28 @@ def assemble_graph(
     }
 
 
-def _mentions(entities: pd.DataFrame, clusters: pd.DataFrame) -> pd.DataFrame:
-    """One row per (document, entity) with the key of its node: the normalised label, or the cluster the overlay
-    put that label in. A label that normalises to nothing makes no node. Rows keep the catalog's order, which
-    decides ties below (the first wording and the first stored vector of a node)."""
+def _mentions(entities: pd.DataFrame, clusters: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One row per (document, entity) with its ``node``, and the node keys in node order (sorted). A node's key is
+    the normalised label, or the cluster the overlay put that label in; a label that normalises to nothing makes no
+    node. Rows keep the catalog's order, which decides ties below (the first wording and the first stored vector of
+    a node). Documents, labels and kinds are categories (the catalog reader gives them so), so each distinct label
+    is keyed once, not once per mention: 560,000 mentions of 60,000 labels at 10,000 notes."""
     cluster_of = dict(zip(clusters["entity_key"].tolist(), clusters["cluster_key"].tolist(), strict=True))
-    labels = entities["label"].astype(object)
-    node_key_of = {label: cluster_of.get(stable := normalise_label(label), stable) for label in pd.unique(labels)}
-    frame = pd.DataFrame(
-        {
-            "doc_id": entities["doc_id"],
-            "entity_key": entities["entity_key"],
-            "label": labels,
-            "kind": entities["kind"].astype(object),
-            "count": entities["mentions"].to_numpy(),
-            "node_key": labels.map(node_key_of),
-        }
-    )
-    return frame[frame["node_key"] != ""].reset_index(drop=True)
+    columns = {name: _categories(entities[name]) for name in ("doc_id", "entity_key", "label", "kind")}
+    label_keys = [cluster_of.get(stable := normalise_label(label), stable) for label in columns["label"].cat.categories]
+    node_keys = sorted(set(label_keys) - {""})
+    number = {key: node for node, key in enumerate(node_keys)}
+    node_of_label = np.array([number.get(key, -1) for key in label_keys], dtype=np.int64)
+    node = node_of_label[columns["label"].cat.codes.to_numpy()]
+    frame = pd.DataFrame({**columns, "count": entities["mentions"].to_numpy(), "node": node})
+    return frame[node >= 0].reset_index(drop=True), node_keys
+
+
+def _categories(column: pd.Series) -> pd.Series:
+    """The column as a category with only the values it holds."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.remove_unused_categories()
+    return column.astype(object).astype("category")
 
 
 def _node_vectors(
@@ -242,7 +246,7 @@ def _most_common(mentions: pd.DataFrame, column: str, entity_count: int) -> list
     """Per node, the value of ``column`` its mentions carry most often (the first seen among equals)."""
     counted = (
         mentions.assign(position=np.arange(len(mentions)))
-        .groupby(["node", column], sort=False, dropna=False)
+        .groupby(["node", column], sort=False, dropna=False, observed=True)
         .agg(count=("position", "size"), first=("position", "min"))
         .reset_index()
         .sort_values(["node", "count", "first"], ascending=[True, False, True])
