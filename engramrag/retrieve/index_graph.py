@@ -206,7 +206,7 @@ def _statement_rows(
     given = statements.select(STATEMENT_COLUMNS).append_column("position", pa.array(np.arange(len(statements))))
     columns = ", ".join(f"s.{name}" for name in STATEMENT_COLUMNS if not name.startswith("line_"))
     with duckdb.connect() as db:
-        for name, frame in (("given", given), ("node_of", node_of), ("doc_nodes", doc_nodes)):
+        for name, frame in (("given", given), ("node_of", _decoded(node_of)), ("doc_nodes", doc_nodes)):
             db.register(name, frame)
         return db.sql(
             f"""
@@ -220,6 +220,17 @@ def _statement_rows(
             ORDER BY s.position
             """
         ).to_arrow_table().combine_chunks()
+
+
+def _decoded(frame: pd.DataFrame) -> pa.Table:
+    """The frame as an Arrow table of plain strings where it has categories: DuckDB takes a pandas category as an
+    ENUM, and a join of an ENUM of 500,000 entity keys with text took 6.6 s and 7.6 GB at 10,000 notes (0.6 s and
+    160 MB with the strings)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return pa.table({
+        name: pc.cast(column, pa.string()) if pa.types.is_dictionary(column.type) else column
+        for name, column in zip(table.column_names, table.columns, strict=True)
+    })  # fmt: skip
 
 
 def _summed_edges(
