@@ -513,3 +513,22 @@ def test_graph_assembly_refuses_an_entity_without_a_stored_vector() -> None:
 
     with pytest.raises(RuntimeError, match=r"no vector.*'postgresql'"):
         assemble_graph(_graph_tables(), {"falcon": np.array([1.0, 0.0])}, IndexConfig())
+
+
+def test_mentions_number_only_the_labels_held_whether_given_as_text_or_as_categories() -> None:
+    """The catalog reader gives documents, labels and kinds as categories; a category no row holds makes no node,
+    and plain text gives the same nodes."""
+    import pandas as pd
+
+    from engramrag.retrieve.index_graph import _mentions
+
+    tables = _graph_tables()
+    as_text, keys = _mentions(tables["entities"], tables["clusters"])
+    entities = tables["entities"].assign(
+        label=pd.Categorical(tables["entities"]["label"], categories=[*tables["entities"]["label"].unique(), "Ghost"]),
+        doc_id=pd.Categorical(tables["entities"]["doc_id"]),
+    )
+    as_categories, category_keys = _mentions(entities, tables["clusters"])
+    assert keys == category_keys == ["falcon", "postgresql"]  # "!!!" normalises to nothing, "Ghost" is held by none
+    assert as_text["node"].tolist() == as_categories["node"].tolist() == [0, 1, 1, 0, 1]
+    assert as_categories["label"].astype(str).tolist() == as_text["label"].astype(str).tolist()
