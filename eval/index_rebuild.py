@@ -1,0 +1,126 @@
+"""The retrieval index step on a built home, this source tree beside another (a snapshot of an earlier commit).
+
+Times ``retrieve.index_build.build_retrieval_index(force=True)`` in a fresh process per run (as a build runs it:
+nothing cached in memory; the import of LanceDB the step makes is included), alternating the trees, and compares
+what each run published with what the run before it published: every table of ``index.duckdb`` (rows in order),
+the graph, the label vectors and neighbour lists and the whole-note BM25's files. A change meant to be faster only
+passes when every run's index equals the one before it.
+
+    git worktree add /tmp/baseline <commit>
+    python -m eval.index_rebuild HOME --baseline /tmp/baseline [--rounds 2]
+
+HOME is a built home, e.g. one kept by ``python -m eval.build_benchmark --sizes 10000 --keep DIR``; each run
+publishes a new index version in it (the step keeps the two latest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from eval.build_benchmark import REPOSITORY, machine, parse_json_output
+
+ONE_RUN = """
+import json, sys, time
+from pathlib import Path
+from engramrag.embed.registry import make_embedder
+from engramrag.retrieve.index_build import build_retrieval_index
+from engramrag.store import Home
+from engramrag.vault.config import VaultConfig, configured_bucket_count
+started = time.perf_counter()
+summary = build_retrieval_index(Home(Path(sys.argv[1])), VaultConfig(bucket_count=configured_bucket_count()),
+                                make_embedder(), force=True)
+print(json.dumps({"seconds": time.perf_counter() - started, "version": summary.version, "edges": summary.edges,
+                  "passages": summary.passages}))
+"""
+
+COMPARE = """
+import json, sys
+from pathlib import Path
+import duckdb, numpy as np
+before, after = Path(sys.argv[1]), Path(sys.argv[2])
+different = []
+with duckdb.connect(str(before / "index.duckdb"), read_only=True) as a, \\
+        duckdb.connect(str(after / "index.duckdb"), read_only=True) as b:
+    for (name,) in a.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
+        query = f"SELECT * FROM {name} ORDER BY rowid"
+        if not a.sql(query).to_arrow_table().equals(b.sql(query).to_arrow_table()):
+            different.append(name)
+for name in ("graph.npz", "neighbours.npz", "entity_vectors.npy", "entity_density.npy"):
+    x, y = np.load(before / name), np.load(after / name)
+    pairs = [(x[k], y[k]) for k in x.files] if name.endswith(".npz") else [(x, y)]
+    if not all(np.array_equal(p, q) for p, q in pairs):
+        different.append(name)
+for path in sorted((before / "notes_bm25").iterdir()):
+    if path.read_bytes() != (after / "notes_bm25" / path.name).read_bytes():
+        different.append(f"notes_bm25/{path.name}")
+print(json.dumps(different))
+"""
+
+
+def measured_run(tree: Path, home: Path) -> dict[str, Any]:
+    """One forced rebuild with ``tree`` first on the path: wall and peak memory of that process alone."""
+    environment = {**os.environ, "PYTHONPATH": str(tree)}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-c", ONE_RUN, str(home)], stdout=out, stderr=err,
+                                   cwd=tree, env=environment)  # fmt: skip
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0), err.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"the rebuild with {tree} failed: {err.read().decode(errors='replace')[-2000:]}")
+        result = parse_json_output(out.read().decode()) or {}
+    return {**result, "wall_s": round(wall, 3), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
+def differences(home: Path, before: str, after: str) -> list[str]:
+    folder = home / "ppr"
+    done = subprocess.run([sys.executable, "-c", COMPARE, str(folder / before), str(folder / after)],
+                          capture_output=True, text=True, check=True, cwd=REPOSITORY)  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("home", type=Path)
+    parser.add_argument("--baseline", type=Path, help="Another source tree (a git worktree of an earlier commit).")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=REPOSITORY / "eval" / "results")
+    args = parser.parse_args(argv)
+    info = machine()
+    print(f"machine: {info['platform']}; {info['cpu_count']} CPUs ({info.get('cpu_model', '?')}); "
+          f"Python {info['python']}")
+    trees = {"baseline": args.baseline, "this tree": REPOSITORY} if args.baseline else {"this tree": REPOSITORY}
+    runs: list[dict[str, Any]] = []
+    for _ in range(args.rounds):
+        for name, tree in trees.items():
+            run = {"tree": name, "path": str(tree), **measured_run(tree.resolve(), args.home)}
+            if runs:
+                run["differs_from_previous"] = differences(args.home, runs[-1]["version"], run["version"])
+            runs.append(run)
+            compared = run.get("differs_from_previous")
+            print(f"{name:>10}: {run['seconds']:7.2f} s in the step, {run['wall_s']:7.2f} s wall, peak "
+                  f"{run['peak_rss_mib']:,.0f} MiB; " + ("(the first run)" if compared is None else
+                  "same index as the run before" if not compared else f"DIFFERS: {compared}"))
+    best = {name: min(r["seconds"] for r in runs if r["tree"] == name) for name in trees}
+    print("best: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in best.items()))
+    args.out.mkdir(parents=True, exist_ok=True)
+    target = args.out / f"index-rebuild-{date.today().isoformat()}-{runs[0].get('passages', 0)}.json"
+    target.write_text(json.dumps({"benchmark": "index_rebuild", "home": str(args.home), "machine": info,
+                                  "runs": runs, "best_s": best}, indent=2))  # fmt: skip
+    print(f"wrote {target}")
+    same = all(not r.get("differs_from_previous") for r in runs)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
