@@ -196,7 +196,7 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> 
 
 def _with_categories(table: pa.Table, columns: tuple[str, ...]) -> pd.DataFrame:
     """The table as a frame whose ``columns`` are categories, dictionary-encoded by Arrow: one string per distinct
-    value rather than one per row (half a million mentions of 60,000 labels and 10,000 notes at 10,000 notes)."""
+    value rather than one per row (560,000 mentions of 37,442 labels in 10,000 notes at 10,000 notes)."""
     for name in columns:
         table = table.set_column(table.column_names.index(name), name, pc.dictionary_encode(table.column(name)))
     return table.to_pandas()
