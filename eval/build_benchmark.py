@@ -66,12 +66,15 @@ def engram_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "pipelines.cli"]
 
 
-def run_measured(command: list[str], log: Path) -> dict[str, Any]:
-    """Run ``command`` to completion; wall time by perf_counter, CPU and peak RSS from os.wait4's rusage."""
+def run_measured(
+    command: list[str], log: Path, cwd: Path = REPOSITORY, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``command`` (in ``cwd``, with ``env`` or this process's environment) to completion; wall time by
+    perf_counter, CPU and peak RSS from os.wait4's rusage."""
     load_before = os.getloadavg()[0]
     with open(log.with_suffix(".out"), "wb") as out, open(log.with_suffix(".err"), "wb") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=REPOSITORY)
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)

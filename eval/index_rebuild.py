@@ -21,12 +21,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from eval.build_benchmark import REPOSITORY, machine, parse_json_output
+from eval.build_benchmark import REPOSITORY, machine, parse_json_output, run_measured
 
 ONE_RUN = """
 import json, sys, time
@@ -68,18 +67,13 @@ print(json.dumps(different))
 
 def measured_run(tree: Path, home: Path) -> dict[str, Any]:
     """One forced rebuild with ``tree`` first on the path: wall and peak memory of that process alone."""
-    environment = {**os.environ, "PYTHONPATH": str(tree)}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-c", ONE_RUN, str(home)], stdout=out, stderr=err,
-                                   cwd=tree, env=environment)  # fmt: skip
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0), err.seek(0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError(f"the rebuild with {tree} failed: {err.read().decode(errors='replace')[-2000:]}")
-        result = parse_json_output(out.read().decode()) or {}
-    return {**result, "wall_s": round(wall, 3), "peak_rss_mib": round(usage.ru_maxrss / 1024, 1)}
+    with tempfile.TemporaryDirectory() as logs:
+        measured = run_measured([sys.executable, "-c", ONE_RUN, str(home)], Path(logs) / "rebuild", cwd=tree,
+                                env={**os.environ, "PYTHONPATH": str(tree)})  # fmt: skip
+    if measured["exit_code"] != 0:
+        raise RuntimeError(f"the rebuild with {tree} failed: {measured['stderr'][-2000:]}")
+    result = parse_json_output(measured["stdout"]) or {}
+    return {**result, "wall_s": measured["wall_s"], "peak_rss_mib": measured["peak_rss_mib"]}
 
 
 def differences(home: Path, before: str, after: str) -> list[str]:

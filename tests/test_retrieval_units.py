@@ -11,7 +11,7 @@ from engramrag.retrieve.answer import Fact, Hit
 from engramrag.retrieve.context import AUTO_TURN_NOTICE, assemble_context
 from engramrag.retrieve.lexical import LabelTerms, term_idf, terms
 from engramrag.retrieve.neighbours import nearest_neighbours, update_neighbours
-from engramrag.retrieve.ppr import neighbourhood, personalized_pagerank, walk_matrix
+from engramrag.retrieve.ppr import adjacency_matrix, neighbourhood, personalized_pagerank, walk_from
 from engramrag.retrieve.seeds import Seeds, best_per_document, hub_corrected, triple_seeds
 
 
@@ -153,7 +153,8 @@ def exact_ppr(graph: ig.Graph, reset: dict[int, float], damping: float) -> np.nd
 
 def walk_of(graph: ig.Graph) -> sp.csc_matrix:
     edges = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
-    return walk_matrix(graph.vcount(), edges[:, 0], edges[:, 1], np.asarray(graph.es["weight"], dtype=float))
+    weights = np.asarray(graph.es["weight"], dtype=float)
+    return walk_from(adjacency_matrix(graph.vcount(), edges[:, 0], edges[:, 1], weights))
 
 
 def test_ppr_matches_the_closed_form_on_a_small_weighted_graph() -> None:
@@ -427,6 +428,7 @@ def test_whole_note_bm25_from_stored_ids_scores_as_from_the_words() -> None:
 
 def _graph_tables() -> dict:
     import pandas as pd
+    import pyarrow as pa
 
     from engramrag.extract.builder import DOCUMENT_KEY
 
@@ -463,7 +465,8 @@ def _graph_tables() -> dict:
     )
     empty = pd.DataFrame()
     return {
-        "passages": passages, "entities": entities, "statements": statements,
+        "passages": passages, "entities": entities,
+        "statements": pa.Table.from_pandas(statements, preserve_index=False),  # as the catalog reader gives them
         "clusters": pd.DataFrame({"entity_key": ["postgres"], "cluster_key": ["postgresql"]}),
         "supersessions": empty, "document_supersessions": empty,
     }

@@ -44,14 +44,15 @@ STATEMENT_COLUMNS = ["doc_id", "statement_id", "subject", "predicate", "label", 
 
 
 def assemble_graph(
-    tables: dict[str, pd.DataFrame],
+    tables: dict[str, Any],
     label_vectors: dict[str, np.ndarray],
     config: IndexConfig,
     previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
     body_terms: BodyTerms | None = None,
 ) -> dict[str, Any]:
-    """Nodes, edges and the lexical tables of one index, from the catalog's ``tables`` and the stored vector of
-    each label (``label_vectors``, read from LanceDB)."""
+    """Nodes, edges and the lexical tables of one index, from the catalog's ``tables`` (pandas frames, the
+    statements an Arrow table: ``index_build._read_catalog``) and the stored vector of each label
+    (``label_vectors``, read from LanceDB)."""
     passages = tables["passages"]
     mentions, node_keys = _mentions(tables["entities"], tables["clusters"])
     entity_count = len(node_keys)
@@ -197,16 +198,12 @@ def _mention_edges(
     return nodes, in_passage["passage"].to_numpy(dtype=np.int64), weight
 
 
-def _statement_rows(
-    statements: pa.Table | pd.DataFrame, mentions: pd.DataFrame, passage_node: pd.Series
-) -> pa.Table:
+def _statement_rows(statements: pa.Table, mentions: pd.DataFrame, passage_node: pd.Series) -> pa.Table:
     """Statements between two different entity nodes of a listed note, with their nodes, in the order given: the
     rows search reads to show why an edge exists. Joined by DuckDB over Arrow: at 10,000 notes a million statements
     made into pandas rows, merged twice and written back to DuckDB cost more than the rest of the graph."""
     node_of = mentions[["doc_id", "entity_key", "node"]].drop_duplicates(["doc_id", "entity_key"], keep="last")
     doc_nodes = pd.DataFrame({"doc_id": passage_node.index.to_numpy(dtype=object), "doc_node": passage_node.to_numpy()})
-    if isinstance(statements, pd.DataFrame):
-        statements = pa.Table.from_pandas(statements[STATEMENT_COLUMNS], preserve_index=False)
     given = statements.select(STATEMENT_COLUMNS).append_column("position", pa.array(np.arange(len(statements))))
     columns = ", ".join(f"s.{name}" for name in STATEMENT_COLUMNS if not name.startswith("line_"))
     with duckdb.connect() as db:

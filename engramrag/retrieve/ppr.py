@@ -44,11 +44,6 @@ def walk_from(adjacency: sp.csc_matrix) -> sp.csc_matrix:
     return (adjacency @ sp.diags(1.0 / strength)).tocsc()
 
 
-def walk_matrix(node_count: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> sp.csc_matrix:
-    """The random walk's step over an undirected weighted edge list (:func:`walk_from` its adjacency matrix)."""
-    return walk_from(adjacency_matrix(node_count, src, dst, weight))
-
-
 # NeighbourhoodEdges takes the edges itself when the kept nodes' edges are this many times the small nodes'.
 HUB_SHARE = 10
 
@@ -94,7 +89,8 @@ class NeighbourhoodEdges:
         rows, cols, weights = indices[entries].astype(np.int64), np.repeat(small, lengths), data[entries]
         is_hub = self.hub_number[rows] >= 0
         keep = inside[rows] & (is_hub | (rows > cols))  # a pair of small nodes from its lower end only
-        between = self.among_hubs[:, numbers[numbers >= 0]][numbers[numbers >= 0], :].tocoo()
+        hub_numbers = numbers[numbers >= 0]
+        between = self.among_hubs[:, hub_numbers][hub_numbers, :].tocoo()
         upper = between.row > between.col
         pairs = np.concatenate([
             np.column_stack([cols[keep], rows[keep]]),
@@ -187,7 +183,7 @@ def personalized_pagerank(
     edges: NeighbourhoodEdges | None = None,
 ) -> LocalPageRank:
     """PageRank probability of each node in the seeds' neighbourhood for the restart distribution ``reset``
-    (weights need not sum to 1). ``walk`` is ``graph``'s :func:`walk_matrix`, used to choose the
+    (weights need not sum to 1). ``walk`` is ``graph``'s :func:`walk_from`, used to choose the
     neighbourhood; ``edges``, when given, takes the neighbourhood's edges (else igraph's ``induced_subgraph``)."""
     if not any(weight > 0 for weight in reset.values()):
         return LocalPageRank({}, np.zeros(0, dtype=np.int64), ig.Graph())
