@@ -87,5 +87,7 @@ def document_timeline(context: dg.AssetExecutionContext, engram: EngramStores) -
             "rejected": summary.rejected,
             "quads_added": summary.quads_added,
             "quads_removed": summary.quads_removed,
+            "notes_derived": summary.notes_derived,
+            "notes_kept": summary.notes_kept,
         }
     )

@@ -55,6 +55,11 @@ class Home:
         return self.root / "resolution"
 
     @property
+    def timeline_path(self) -> Path:
+        """What the timeline keeps from one run to the next (what it read of each note alone)."""
+        return self.root / "timeline"
+
+    @property
     def decisions_path(self) -> Path:
         return self.root / "decisions.sqlite"
 

@@ -138,8 +138,13 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     assert 0 < candidates["keys_changed"] < candidates["keys"] / 5
     assert 0 < candidates["pairs_scored"] < candidates["pairs_kept"] / 3
     assert 0 < candidates["key_rows_computed"] <= candidates["keys_changed"]  # the other key rows were read back
+    # The timeline read again only the edited note; what the others say alone was kept from the last run.
+    timeline = edit["document_timeline"]
+    assert timeline["recomputed"] is True
+    assert timeline["notes_derived"] == 1 and timeline["notes_kept"] > 10
     # A person's accepted supersession: only the steps reading supersession verdicts run again.
     accepted = by_step["accepted supersession"]
+    assert accepted["document_timeline"]["notes_derived"] == 0
     assert _recomputed(accepted, "accepted_supersessions") is True
     assert "supersession verdicts" in accepted["accepted_supersessions"]["reason"]
     assert _recomputed(accepted, "resolution_overlay") is False

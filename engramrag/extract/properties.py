@@ -7,7 +7,7 @@ prose sentences that state a change (``extract.property_changes``) and by the ve
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from engramrag.extract.textutil import normalise_label
@@ -32,7 +32,13 @@ SINGLE_VALUED: dict[str, tuple[str, ...]] = {
 
 def property_of(key: str, table: Mapping[str, tuple[str, ...]]) -> tuple[str, str] | None:
     """(property, the key's words before it) when ``key`` ends with a single-valued property's word."""
-    return _property_of(key, tuple((name, tuple(aliases)) for name, aliases in table.items()))
+    return property_finder(table)(key)
+
+
+def property_finder(table: Mapping[str, tuple[str, ...]]) -> Callable[[str], tuple[str, str] | None]:
+    """:func:`property_of` for one ``table``, which a caller asking of many keys passes once."""
+    frozen = tuple((name, tuple(aliases)) for name, aliases in table.items())
+    return lambda key: _property_of(key, frozen)
 
 
 @lru_cache(maxsize=65536)

@@ -1,8 +1,10 @@
 """Time in the lifecycle: notes their authors declared replaced, and versions of changing facts.
 
-Recomputed whole from the live catalog at every build (after the resolution overlay, whose merges join a
-subject's names): ``property_values`` holds every value of a single-valued property with its version, and
-``document_supersessions`` the pairs (earlier note, later note) that search reads to label and rank:
+Recomputed from the live catalog at every build (after the resolution overlay, whose merges join a subject's
+names): ``property_values`` holds every value of a single-valued property with its version, and
+``document_supersessions`` the pairs (earlier note, later note) that search reads to label and rank. What each note
+says alone (its aliases, declarations, links and candidate values) is read and derived again only for the notes that
+changed since the last run (``lifecycle.timeline_notes``); names and chains, which join notes, are computed whole.
 
 - ``declared``: the later (or earlier) note says so (``revise.declarations``), attributed to its author and
   written in the declaring note's assertion graph;
@@ -19,11 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+import pyarrow as pa
 import pyoxigraph as ox
 
-from engramrag.catalog.connection import catalog_writer, read_frame, refill_table
+from engramrag.catalog.connection import catalog_writer, read_frame, refill_table, registered
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
+from engramrag.lifecycle.freshness import code_version
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
+from engramrag.lifecycle.timeline_notes import NOTE_DIGEST, KeptNotes, NoteFacts
 from engramrag.ontology.graphs import (
     AUTHORED_BY,
     CREATED_BY,
@@ -41,8 +46,25 @@ from engramrag.ontology.graphs import (
     XSD_INTEGER,
 )
 from engramrag.ontology.vocab import ENGRAM, PROV, agent_iri, analysis_graph_iri, document_iri, extractor_iri
-from engramrag.revise.declarations import Declaration, declared_by, document_pair, find_declarations
-from engramrag.revise.versions import NOT_PROPERTIES, ValueRow, ValueSupersession, VersionConfig, version_chains
+from engramrag.revise.declarations import (
+    Declaration,
+    declared_by,
+    declared_references,
+    document_pair,
+    find_declarations,
+)
+from engramrag.revise.versions import (
+    NOT_PROPERTIES,
+    ValueRow,
+    ValueSupersession,
+    VersionConfig,
+    chains_of,
+    label_clusters,
+    link_targets,
+    names_of,
+    note_aliases,
+    stated_values_by_note,
+)
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import short_hash
@@ -76,16 +98,27 @@ class TimelineSummary:
     rejected: int  # pairs a person rejected, left out
     quads_added: int  # quads written to the store this run (new ones, and owned ones a re-extraction dropped)
     quads_removed: int
+    notes_derived: int = 0  # notes whose own facts were derived (new or changed since the last run)
+    notes_kept: int = 0  # notes whose facts were kept from the last run
 
 
 def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionConfig | None = None) -> TimelineSummary:
     """Recompute ``property_values`` and ``document_supersessions`` and swap this step's quads."""
-    documents, statements, entities, clusters = _read(home, config)
-    declarations = find_declarations(documents)
     version_config = version_config or VersionConfig()
     table = version_config.table()
+    vault = _read(home, config, version_config)
+    documents, facts = vault.documents, vault.facts
+    declarations = find_declarations(documents, {doc_id: f.declared for doc_id, f in facts.items()})
     replaced_notes = [(d.earlier_doc_id, d.later_doc_id) for d in declarations]
-    values, replaced = version_chains(documents, statements, entities, clusters, version_config, replaced_notes)
+    names = names_of(
+        zip(documents["title"], [facts[doc_id].aliases for doc_id in documents["doc_id"]], strict=True),
+        vault.labels, vault.aliased, label_clusters(vault.labels, vault.clusters),
+    )
+    values, replaced = chains_of(
+        documents, {doc_id: f.values for doc_id, f in facts.items()}, names,
+        dict(zip(documents["path"], [facts[doc_id].link_targets for doc_id in documents["doc_id"]], strict=True)),
+        version_config, replaced_notes,
+    )  # fmt: skip
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
     authors = {path: declared_by(path, author) for path, author in zip(documents["path"], documents["author"],
@@ -119,37 +152,80 @@ def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionCon
         refill_table(catalog, "property_values", value_frame)
         record_swap(catalog, "timeline_quads", swap)
         catalog.execute("COMMIT")
+    if vault.derived or len(vault.kept.facts) != len(documents):
+        vault.kept.updated(dict(zip(documents["doc_id"], documents["digest"], strict=True)), vault.derived).save(
+            home.timeline_path
+        )
     chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
     return TimelineSummary(
         declared=sum(r["form"] != "property" for r in rows), values=len(values), chains=chains,
         proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=swap.inserted,
-        quads_removed=len(swap.released),
+        quads_removed=len(swap.released), notes_derived=len(vault.derived), notes_kept=len(facts) - len(vault.derived),
     )
 
 
-def _read(home: Home, config: VaultConfig) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+@dataclass(frozen=True)
+class _Vault:
+    """What the timeline reads: the live notes (no text), each note's facts, and the names of the entities."""
+
+    documents: pd.DataFrame  # doc_id, path, title, author, agent_authored, doc_date, date_source, digest
+    facts: dict[str, NoteFacts]  # per doc id
+    derived: dict[str, NoteFacts]  # the notes derived in this run (new or changed since the kept ones)
+    kept: KeptNotes
+    labels: list[str]  # every distinct entity label
+    aliased: set[tuple[str, tuple[str, ...]]]  # each distinct (label, aliases) with aliases
+    clusters: pd.DataFrame  # entity_key, cluster_key
+
+
+def _read(home: Home, config: VaultConfig, version_config: VersionConfig) -> _Vault:
     live = "SELECT doc_id FROM documents WHERE NOT gone"
+    context = short_hash(code_version(), repr(version_config))
+    kept = KeptNotes.load(home.timeline_path, context)
     with catalog_writer(home, config.bucket_count) as catalog:
-        documents = read_frame(
+        documents = _plain(read_frame(
             catalog,
-            "SELECT doc_id, path, title, author, agent_authored, doc_date, date_source, text, front_matter "
-            "FROM documents WHERE NOT gone ORDER BY path"
+            "SELECT doc_id, path, title, author, agent_authored, doc_date, date_source, "
+            f"{NOTE_DIGEST} AS digest FROM documents WHERE NOT gone ORDER BY path",
+        ))  # fmt: skip
+        changed = pa.table({"doc_id": pa.array(kept.changed(dict(zip(documents["doc_id"], documents["digest"],
+                                                                           strict=True))), pa.string())})  # fmt: skip
+        with registered(catalog, "changed_notes", changed):
+            texts = _plain(read_frame(
+                catalog, "SELECT doc_id, text, front_matter FROM documents JOIN changed_notes USING (doc_id)"
+            ))
+            # Only what can be the value of a property: the machine's co-occurrence pairs are most of the statements.
+            statements = _plain(read_frame(
+                catalog,
+                "SELECT doc_id, statement_id, subject, predicate, label, object, object_is_entity, role, char_start, "
+                "line_start, line_end FROM statements JOIN changed_notes USING (doc_id) "
+                "WHERE role = 'assertion' AND NOT list_contains(?, predicate)",
+                [sorted(NOT_PROPERTIES)],
+            ))  # fmt: skip
+            entities = _plain(read_frame(
+                catalog, "SELECT doc_id, entity_key, label, aliases FROM entities JOIN changed_notes USING (doc_id)"
+            ))
+        labels = [str(label) for (label,) in catalog.execute(
+            f"SELECT DISTINCT label FROM entities WHERE doc_id IN ({live}) ORDER BY label").fetchall()]  # fmt: skip
+        aliased = {(str(label), tuple(map(str, aliases))) for label, aliases in catalog.execute(
+            f"SELECT DISTINCT label, aliases FROM entities WHERE doc_id IN ({live}) AND len(aliases) > 0"
+        ).fetchall()}  # fmt: skip
+        clusters = _plain(read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"))
+    table = version_config.table()
+    stated = stated_values_by_note(texts, statements, entities, table, version_config)
+    derived = {
+        doc_id: NoteFacts(
+            note_aliases(matter), tuple(declared_references(str(text), matter)), link_targets(str(text)),
+            tuple(stated[doc_id]),
         )
-        # Only what can be the value of a property: the machine's co-occurrence pairs are most of the statements.
-        statements = read_frame(
-            catalog,
-            "SELECT doc_id, subject, predicate, label, object, object_is_entity, role, line_start, line_end "
-            f"FROM statements WHERE doc_id IN ({live}) AND role = 'assertion' AND NOT list_contains(?, predicate)",
-            [sorted(NOT_PROPERTIES)],
-        )
-        entities = read_frame(
-            catalog,
-            f"SELECT doc_id, entity_key, label, aliases FROM entities WHERE doc_id IN ({live})"
-        )
-        clusters = read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters")
-    # Object columns: the chains iterate these frames row by row, which costs more on Arrow-backed strings.
-    frames = (documents, statements, entities, clusters)
-    return tuple(frame.astype({c: object for c in frame.columns if frame[c].dtype == "str"}) for frame in frames)
+        for doc_id, text, matter in zip(texts["doc_id"], texts["text"], texts["front_matter"], strict=True)
+    }  # fmt: skip
+    facts = kept.parsed(d for d in documents["doc_id"] if d not in derived) | derived
+    return _Vault(documents, facts, derived, kept, labels, aliased, clusters)
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns: the chains iterate these frames row by row, which costs more on Arrow-backed strings."""
+    return frame.astype({c: object for c in frame.columns if frame[c].dtype == "str"})
 
 
 def _declared_row(declaration: Declaration, docs: pd.DataFrame, keys: tuple[str, str], verdict: Verdict | None,

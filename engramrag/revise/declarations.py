@@ -11,9 +11,9 @@ person's ``reject`` verdict on the pair (topic ``supersession``, keys :func:`doc
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -43,6 +43,13 @@ class Declaration:
     line: int | None
 
 
+class DeclaredReference(NamedTuple):
+    kind: str  # "supersedes" or "superseded_by"
+    reference: str  # as written: a link target, a title, an identifier
+    quote: str
+    line: int | None  # None for front matter
+
+
 def declared_by(path: str, author: object) -> str:
     """Who a declaration is attributed to: the note's author, or, when the note names none, "author of PATH"."""
     return str(author) if isinstance(author, str) and author else f"author of {path}"
@@ -53,28 +60,36 @@ def document_pair(earlier_path: str, later_path: str) -> tuple[str, str]:
     return DOCUMENT_PREFIX + earlier_path, DOCUMENT_PREFIX + later_path
 
 
-def find_declarations(documents: pd.DataFrame) -> list[Declaration]:
-    """Every declaration in ``documents`` (doc_id, path, title, doc_date, text, front_matter as JSON) whose
-    reference names another live note."""
+def find_declarations(
+    documents: pd.DataFrame, declared: Mapping[str, Sequence[DeclaredReference]] | None = None
+) -> list[Declaration]:
+    """Every declaration in ``documents`` (doc_id, path, title, doc_date, and text, front_matter as JSON unless
+    ``declared`` gives each doc id's :func:`declared_references`) whose reference names another live note."""
     index = ReferenceIndex()
     for doc_id, path, title, day in zip(
         documents["doc_id"], documents["path"], documents["title"], documents["doc_date"], strict=True
     ):
         index.add_version(str(path), [(str(doc_id), str(title or path), day if isinstance(day, str) else None)])
+    if declared is None:
+        declared = {str(doc_id): declared_references(str(text), matter) for doc_id, text, matter in zip(
+            documents["doc_id"], documents["text"], documents["front_matter"], strict=True)}  # fmt: skip
     found: list[Declaration] = []
-    for doc_id, path, text, matter in zip(
-        documents["doc_id"], documents["path"], documents["text"], documents["front_matter"], strict=True
-    ):
-        front = json.loads(matter) if isinstance(matter, str) and matter else {}
-        for kind, reference, quote, line in _declared(str(text), front if isinstance(front, dict) else {}):
-            for other in sorted(index.resolve(reference, str(path)) - {str(doc_id)}):
-                earlier, later = (other, str(doc_id)) if kind == "supersedes" else (str(doc_id), other)
+    for doc_id, path in zip(documents["doc_id"].astype(str), documents["path"].astype(str), strict=True):
+        for kind, reference, quote, line in declared.get(doc_id, ()):
+            for other in sorted(index.resolve(reference, path) - {doc_id}):
+                earlier, later = (other, doc_id) if kind == "supersedes" else (doc_id, other)
                 form = "front_matter" if line is None else "in_text"
-                found.append(Declaration(earlier, later, str(path), form, quote, line))
+                found.append(Declaration(earlier, later, path, form, quote, line))
     unique: dict[tuple[str, str], Declaration] = {}
     for declaration in found:  # the first statement of a pair is kept (front matter before the text)
         unique.setdefault((declaration.earlier_doc_id, declaration.later_doc_id), declaration)
     return list(unique.values())
+
+
+def declared_references(text: str, front_matter: object) -> list[DeclaredReference]:
+    """What one note (``text``, ``front_matter`` as JSON) declares it replaces or is replaced by, unresolved."""
+    front = json.loads(front_matter) if isinstance(front_matter, str) and front_matter else {}
+    return [DeclaredReference(*found) for found in _declared(text, front if isinstance(front, dict) else {})]
 
 
 def _declared(text: str, front_matter: dict[str, Any]) -> Iterable[tuple[str, str, str, int | None]]:

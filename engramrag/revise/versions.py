@@ -28,15 +28,18 @@ import json
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import groupby
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY, entity_key
 from engramrag.extract.decision_fields import WIKI_LINK
-from engramrag.extract.properties import KEY_SEPARATORS, SINGLE_VALUED, property_of
+from engramrag.extract.properties import KEY_SEPARATORS, SINGLE_VALUED, property_finder
 from engramrag.extract.textutil import normalise_label
 from engramrag.revise.declarations import VALUE_PREFIX
 from engramrag.revise.references import ReferenceIndex
@@ -128,7 +131,7 @@ def value_pair(earlier_path: str, later_path: str, subject_key: str, prop: str) 
     return VALUE_PREFIX + earlier_path + suffix, VALUE_PREFIX + later_path + suffix
 
 
-class _Names:
+class Names:
     """Union of labels that name one thing: a note's title and its declared aliases, an entity's label and its
     aliases, the resolution overlay's clusters."""
 
@@ -179,15 +182,36 @@ def version_chains(
     ("Datadog renewal 2024" replaces "Datadog")."""
     config = config or VersionConfig()
     table = config.table()
-    names = _names(documents, entities, clusters)
+    stated = stated_values_by_note(documents, statements, entities, table, config)
+    names = names_of(
+        zip(documents["title"], [note_aliases(matter) for matter in documents["front_matter"]], strict=True),
+        entities["label"], entity_aliases(entities), label_clusters(entities["label"].drop_duplicates(), clusters),
+    )
+    targets = {str(path): link_targets(str(text)) for path, text in zip(documents["path"], documents["text"],
+                                                                        strict=True)}  # fmt: skip
+    return chains_of(documents, stated, names, targets, config, replaced_notes)
+
+
+def chains_of(
+    documents: pd.DataFrame,
+    stated: Mapping[str, Sequence[StatedValue]],
+    names: Names,
+    link_targets_of: Mapping[str, Sequence[str]],
+    config: VersionConfig,
+    replaced_notes: Iterable[tuple[str, str]] = (),
+) -> tuple[list[ValueRow], list[ValueSupersession]]:
+    """:func:`version_chains` from what each note says alone (``stated``: doc id -> its :class:`StatedValue` rows,
+    ``link_targets_of``: path -> the targets of its wiki links) and the names of the whole vault. ``documents``:
+    doc_id, path, title, doc_date, date_source, agent_authored."""
+    table = config.table()
     titles = dict(zip(documents["doc_id"].astype(str), documents["title"], strict=True))
     for earlier, later in replaced_notes:
         if isinstance(titles.get(earlier), str) and isinstance(titles.get(later), str):
             names.join([_subject_title(titles[earlier]), _subject_title(titles[later])])
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
-    observed = _observations(_with_labels(statements, entities), docs, table, config, names)
+    observed = _observations(stated, docs, table, config, names)
     # Only a chain of several notes asks whether one links to another.
-    links = _links(documents, {o.path for found in observed.values() if len(found) > 1 for o in found})
+    links = _links(documents, link_targets_of, {o.path for found in observed.values() if len(found) > 1 for o in found})
     rows: list[ValueRow] = []
     replaced: list[ValueSupersession] = []
     for (subject_key, prop), found in sorted(observed.items()):
@@ -195,6 +219,65 @@ def version_chains(
         rows += chain_rows
         replaced += chain_replaced
     return rows, replaced
+
+
+class StatedValue(NamedTuple):
+    """A statement that may give a property its value, as far as its note alone says: which subject it is about and
+    whether its key is a property depend on the names of the whole vault (:func:`chains_of`)."""
+
+    key: str  # the statement's label as written (else its predicate)
+    own: str  # the label of the entity the statement is about; "" when it is about the note
+    prop: str | None  # the declared property the key ends with; None when it ends with none
+    prefix: str  # the key's words before that property
+    value: str
+    line_start: int | None
+    line_end: int | None
+    quote: str  # the statement's line
+    stated: str | None  # the date the line states, the value left out
+
+
+def stated_values_by_note(
+    documents: pd.DataFrame, statements: pd.DataFrame, entities: pd.DataFrame, table: Mapping[str, tuple[str, ...]],
+    config: VersionConfig,
+) -> dict[str, list[StatedValue]]:  # fmt: skip
+    """Per doc id of ``documents`` (with ``text``), :func:`stated_values` of its statements (one note's or many)."""
+    texts = dict(zip(documents["doc_id"].astype(str), documents["text"], strict=True))
+    labelled = _with_labels(statements, entities)
+    order = ["doc_id", "line_start", *[c for c in ("char_start", "statement_id") if c in labelled.columns]]
+    # object columns: iterating Arrow-backed strings row by row costs more than the whole loop body
+    ordered = labelled.sort_values(order, na_position="first", kind="stable").astype(object)
+    found: dict[str, list[StatedValue]] = {doc_id: [] for doc_id in texts}
+    for doc_id, rows in groupby(ordered.itertuples(index=False), key=lambda row: str(row.doc_id)):
+        if doc_id in found:
+            found[doc_id] = stated_values(str(texts[doc_id]), rows, table, config)
+    return found
+
+
+def stated_values(text: str, statements: Iterable, table: Mapping[str, tuple[str, ...]], config: VersionConfig
+                  ) -> list[StatedValue]:  # fmt: skip
+    """The statements of one note (``text``) that may be the value of a property, in the order given (the note's
+    line order: the last line of a note wins). ``statements``: rows as :func:`version_chains` reads them, with
+    ``subject_label`` and ``object_label``."""
+    lines = text.split("\n")
+    property_in = property_finder(table)
+    found = []
+    for row in statements:
+        if row.role != "assertion" or row.predicate in NOT_PROPERTIES:
+            continue
+        value = str(row.object_label) if row.object_is_entity and isinstance(row.object_label, str) else str(row.object)
+        value = _plain_value(value)
+        words = len(value.split())
+        if not value or words > config.max_value_words or (words >= 3 and value.endswith((".", "!", "다", "음"))):
+            continue  # a sentence after a colon is an update, not the value of a property
+        key = str(row.label or row.predicate)
+        own = str(row.subject_label) if row.subject != DOCUMENT_KEY and isinstance(row.subject_label, str) else ""
+        prop, prefix = property_in(key) or (None, "")
+        line = _line(lines, row.line_start)
+        found.append(StatedValue(
+            key, own, prop, prefix, value, _int(row.line_start), _int(row.line_end), line.strip(),
+            find_date(line.replace(value, " ")),
+        ))  # fmt: skip
+    return found
 
 
 @dataclass
@@ -226,80 +309,64 @@ def _with_labels(statements: pd.DataFrame, entities: pd.DataFrame) -> pd.DataFra
 
 
 def _observations(
-    statements: pd.DataFrame,
+    stated: Mapping[str, Sequence[StatedValue]],
     docs: Mapping[str, object],
     table: Mapping[str, tuple[str, ...]],
     config: VersionConfig,
-    names: _Names,
+    names: Names,
 ) -> dict[tuple[str, str], list[_Observation]]:
     series = _series_titles(docs)
-    # Values, keys, titles and texts repeat across statements: each distinct one is read once.
-    plain: dict[str, str] = {}
-    properties: dict[str, tuple[str, str] | None] = {}
-    subjects: dict[str, str] = {}
-    lines: dict[str, list[str]] = {}
+    # Keys and their words repeat across notes: what the names say of each is asked once.
+    heads: dict[str, tuple[str, str | None] | None] = {}
+    learned: dict[str, tuple[str | None, str]] = {}
     declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
     candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
-    # object columns: iterating Arrow-backed strings row by row costs more than the whole loop body
-    ordered = statements.sort_values(["doc_id", "line_start"], na_position="first", kind="stable").astype(object)
-    for row in ordered.itertuples(index=False):
-        if row.role != "assertion" or row.predicate in NOT_PROPERTIES or str(row.doc_id) not in docs:
+    for doc_id in sorted(stated):
+        if doc_id not in docs or not stated[doc_id]:
             continue
-        doc = docs[str(row.doc_id)]
-        value = str(row.object_label) if row.object_is_entity and isinstance(row.object_label, str) else str(row.object)
-        if value not in plain:
-            plain[value] = _plain_value(value)
-        value = plain[value]
-        words = len(value.split())
-        if not value or words > config.max_value_words or (words >= 3 and value.endswith((".", "!", "다", "음"))):
-            continue  # a sentence after a colon is an update, not the value of a property
-        if str(row.doc_id) not in subjects:
-            title = _subject_title(str(doc.title or doc.path))
-            # "Weekly sync" names a series, not a thing
-            subjects[str(row.doc_id)] = "" if normalise_label(title) in series else title
-        title = subjects[str(row.doc_id)]
-        key = str(row.label or row.predicate)
-        own = str(row.subject_label) if row.subject != DOCUMENT_KEY and isinstance(row.subject_label, str) else ""
-        if key not in properties:
-            properties[key] = property_of(key, table)
-        matched = properties[key]
-        if matched is not None:
-            prop, prefix = matched
-            if own:
-                subject = own
-            elif prefix and names.known(prefix):
-                subject = prefix  # "Billing service owner": the billing service's owner
-            elif prefix and (head := _known_head(prefix, names)):
-                subject, rest = head  # "Figma contract owner": Figma's contract owner
-                prop = f"{prop}:{rest}"
+        doc = docs[doc_id]
+        title = _subject_title(str(doc.title or doc.path))
+        title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
+        for value in stated[doc_id]:
+            if value.prop is not None:
+                prop, prefix = value.prop, value.prefix
+                if prefix and prefix not in heads:
+                    # "Billing service owner": the billing service's owner; "Figma contract owner": Figma's
+                    heads[prefix] = (prefix, None) if names.known(prefix) else _known_head(prefix, names)
+                if value.own:
+                    subject = value.own
+                elif prefix and (head := heads[prefix]):
+                    subject, rest = head
+                    prop = f"{prop}:{rest}" if rest is not None else prop
+                else:
+                    subject = title
+                    prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
+                target = declared
             else:
-                subject = title
-                prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
-            target = declared
-        else:
-            subject, prop = _learned_key(key, own or title, names)
-            target = None
-        if not subject:
-            continue
-        if str(row.doc_id) not in lines:
-            lines[str(row.doc_id)] = str(doc.text).split("\n")
-        observation = _observe(subject, value, doc, row, prop, names, lines[str(row.doc_id)])
-        subject_key = names.find(subject)
-        if target is not None:
-            target[(subject_key, prop)][str(row.doc_id)] = observation  # the last line of a document wins
-        else:
-            candidates[(subject_key, prop)][str(row.doc_id)].append(observation)
+                if value.key not in learned:
+                    learned[value.key] = _learned_key(value.key, names)
+                named, prop = learned[value.key]
+                subject = named if named is not None else value.own or title
+                target = None
+            if not subject:
+                continue
+            observation = _observe(subject, value, doc_id, doc, prop, names)
+            subject_key = names.find(subject)
+            if target is not None:
+                target[(subject_key, prop)][doc_id] = observation  # the last line of a document wins
+            else:
+                candidates[(subject_key, prop)][doc_id].append(observation)
     found = {key: list(by_doc.values()) for key, by_doc in declared.items()}
     single = set(_single_valued_by_data(candidates, config)) | {name.split(":", 1)[0] for _, name in declared}
     for (subject_key, name), by_doc in candidates.items():
         if name.split(":", 1)[0] in single or name in table:
             held = found.setdefault((subject_key, name), [])
-            stated = {o.doc_id for o in held}
-            held += [observed[-1] for doc, observed in by_doc.items() if doc not in stated]
+            held_docs = {o.doc_id for o in held}
+            held += [observed[-1] for doc, observed in by_doc.items() if doc not in held_docs]
     return found
 
 
-def _known_head(words: str, names: _Names) -> tuple[str, str] | None:
+def _known_head(words: str, names: Names) -> tuple[str, str] | None:
     """(a known name the words start with, the words after it), longest name first."""
     parts = words.split(" ")
     for cut in range(len(parts) - 1, 0, -1):
@@ -309,16 +376,16 @@ def _known_head(words: str, names: _Names) -> tuple[str, str] | None:
     return None
 
 
-def _learned_key(key: str, subject: str, names: _Names) -> tuple[str, str]:
+def _learned_key(key: str, names: Names) -> tuple[str | None, str]:
     """(subject, property) of a key no declared property ends: a known name at the start of the key is the
     subject ("Ledger service nightly reconciliation jobs"); a key that is a known name is that thing's status
-    ("Project Atlas: on track"); otherwise the key is a property of ``subject``."""
+    ("Project Atlas: on track"); otherwise the key is a property of what the statement is about (subject None)."""
     words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip()
     if names.known(words):
         return words, "status"
     if found := _known_head(words, names):
         return found[0], found[1].replace(" ", "_")
-    return subject, words.replace(" ", "_")
+    return None, words.replace(" ", "_")
 
 
 def _single_valued_by_data(
@@ -343,16 +410,14 @@ def _single_valued_by_data(
     )  # fmt: skip
 
 
-def _observe(subject: str, value: str, doc: object, row: object, prop: str, names: _Names, lines: list[str]
-             ) -> _Observation:  # fmt: skip
-    line = _line(lines, row.line_start)
+def _observe(subject: str, value: StatedValue, doc_id: str, doc: object, prop: str, names: Names) -> _Observation:
     date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
-    stated = find_date(line.replace(value, " ")) if prop.split(":", 1)[0] not in DATE_VALUED else None
+    stated = value.stated if prop.split(":", 1)[0] not in DATE_VALUED else None
     if stated and (date is None or stated != date):
         date, source = stated, "statement"
     return _Observation(
-        subject, names.find(value), value.strip(), str(row.doc_id), str(doc.path), date,
-        source if isinstance(source, str) else None, _int(row.line_start), _int(row.line_end), line.strip(),
+        subject, names.find(value.value), value.value.strip(), doc_id, str(doc.path), date,
+        source if isinstance(source, str) else None, value.line_start, value.line_end, value.quote,
         bool(doc.agent_authored),
     )
 
@@ -437,47 +502,72 @@ def _version_ends(run: list[_Observation]) -> list[_Observation]:
     return list({o.path: o for o in (run[0], run[-1])}.values())
 
 
-def _names(documents: pd.DataFrame, entities: pd.DataFrame, clusters: pd.DataFrame) -> _Names:
-    names = _Names()
-    for title, matter in zip(documents["title"], documents["front_matter"], strict=True):
-        front = json.loads(matter) if isinstance(matter, str) and matter else {}
-        aliases = front.get("aliases") or front.get("alias") or [] if isinstance(front, dict) else []
-        aliases = [aliases] if isinstance(aliases, str) else [a for a in aliases if isinstance(a, str)]
+def names_of(
+    titles: Iterable[tuple[object, Sequence[str]]],
+    labels: Iterable[object],
+    aliased: Iterable[tuple[str, tuple[str, ...]]],
+    clusters: Iterable[Sequence[str]],
+) -> Names:
+    """The names of the vault: each note's title with its declared aliases (``titles``: (title, aliases)), every
+    entity label (``labels``), each label with its aliases (``aliased``), and the labels the resolution overlay put
+    in one cluster (``clusters``)."""
+    names = Names()
+    for title, aliases in titles:
         if isinstance(title, str):
             names.join([_subject_title(title), *aliases])
-    # A label is mentioned in many notes: each distinct (label, aliases) is joined once (the union's roots do not
-    # depend on the order of joins).
-    for label in entities["label"].drop_duplicates():
+    for label in labels:
         names.add(str(label))
-    has_aliases = [aliases is not None and len(aliases) > 0 for aliases in entities["aliases"]]
-    aliased = entities.loc[np.asarray(has_aliases, dtype=bool)]
-    for label, aliases in {(str(label), tuple(map(str, aliases)))
-                           for label, aliases in zip(aliased["label"], aliased["aliases"], strict=True)}:  # fmt: skip
+    # The union's roots do not depend on the order of joins: each distinct (label, aliases) is joined once.
+    for label, aliases in aliased:
         names.join([label, *aliases])
-    by_cluster: dict[str, list[str]] = defaultdict(list)
-    cluster_of = dict(zip(clusters["entity_key"], clusters["cluster_key"], strict=True))
-    for label in entities["label"].drop_duplicates():
-        cluster = cluster_of.get(entity_key(str(label)))
-        if cluster is not None:
-            by_cluster[cluster].append(str(label))
-    for labels in by_cluster.values():
-        names.join(labels)
+    for cluster in clusters:
+        names.join(cluster)
     return names
 
 
-def _links(documents: pd.DataFrame, paths: set[str]) -> dict[str, set[str]]:
+def note_aliases(front_matter: object) -> tuple[str, ...]:
+    """The aliases a note's front matter (JSON) declares."""
+    front = json.loads(front_matter) if isinstance(front_matter, str) and front_matter else {}
+    aliases = front.get("aliases") or front.get("alias") or [] if isinstance(front, dict) else []
+    return (aliases,) if isinstance(aliases, str) else tuple(a for a in aliases if isinstance(a, str))
+
+
+def entity_aliases(entities: pd.DataFrame) -> set[tuple[str, tuple[str, ...]]]:
+    """Each distinct (label, aliases) of ``entities`` (label, aliases) that has aliases."""
+    has_aliases = [aliases is not None and len(aliases) > 0 for aliases in entities["aliases"]]
+    aliased = entities.loc[np.asarray(has_aliases, dtype=bool)]
+    return {(str(label), tuple(map(str, aliases)))
+            for label, aliases in zip(aliased["label"], aliased["aliases"], strict=True)}  # fmt: skip
+
+
+def label_clusters(labels: Iterable[object], clusters: pd.DataFrame) -> list[list[str]]:
+    """The distinct entity ``labels`` grouped by the resolution overlay's cluster of their key (``clusters``:
+    entity_key, cluster_key)."""
+    by_cluster: dict[str, list[str]] = defaultdict(list)
+    cluster_of = dict(zip(clusters["entity_key"], clusters["cluster_key"], strict=True))
+    for label in labels:
+        cluster = cluster_of.get(entity_key(str(label)))
+        if cluster is not None:
+            by_cluster[cluster].append(str(label))
+    return list(by_cluster.values())
+
+
+def link_targets(text: str) -> tuple[str, ...]:
+    """The targets of a note's wiki links, each once."""
+    return tuple(sorted({m.group("target").strip() for m in WIKI_LINK.finditer(text)}))
+
+
+def _links(documents: pd.DataFrame, targets_of: Mapping[str, Sequence[str]], paths: set[str]) -> dict[str, set[str]]:
     """Document path -> the paths of the notes its wiki links name, for the documents of ``paths``."""
     index = ReferenceIndex()
     for path, title in zip(documents["path"], documents["title"], strict=True):
         index.add_version(str(path), [(str(path), str(title or path), None)])
     links: dict[str, set[str]] = {}
     resolved: dict[tuple[str, str], set[str]] = {}  # a link resolves the same from every note of one folder
-    for path, text in zip(documents["path"], documents["text"], strict=True):
-        if str(path) not in paths:
-            continue
-        path, folder = str(path), posixpath.dirname(str(path))
+    for path in sorted(paths):
+        folder = posixpath.dirname(path)
         found: set[str] = set()
-        for target in {m.group("target").strip() for m in WIKI_LINK.finditer(str(text))}:
+        for target in targets_of.get(path, ()):
             if (target, folder) not in resolved:
                 resolved[target, folder] = index.resolve(target, path)
             found |= resolved[target, folder]
@@ -492,6 +582,7 @@ def _subject_title(title: str) -> str:
     return text.strip() or title
 
 
+@lru_cache(maxsize=65536)
 def _plain_value(value: str) -> str:
     """The value without what qualifies it: "Minji Park (from [[Billing service]])" is "Minji Park"."""
     text = re.sub(r"\[\[([^\]|]+)(?:\|([^\]]+))?\]\]", lambda m: m.group(2) or m.group(1), value)

@@ -1,0 +1,118 @@
+"""What the timeline reads of each note alone, kept from one build to the next so that a build derives it again only
+for the notes that changed.
+
+From each note alone the timeline (``lifecycle.timeline``) derives: the aliases its front matter declares, the notes
+it says it replaces or is replaced by (as written, unresolved), the targets of its wiki links, and the statements
+that may give a property its value (``revise.versions.StatedValue``). These are functions of the note's text, front
+matter and extraction, of the version settings and of the code. They are kept in ``<home>/timeline/notes.arrow``,
+one row per note with a digest of the catalog columns they came from (:data:`NOTE_DIGEST`); a note whose digest
+differs, or that has no row, is derived again. Whatever depends on the other notes (names, series titles,
+references, chains) is computed at every run from these rows. A file written with other settings or by other code,
+or one that cannot be read, is ignored and every note is derived again, so the file can only save work, never
+change a result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from engramrag.revise.declarations import DeclaredReference
+from engramrag.revise.versions import StatedValue
+
+FILE = "notes.arrow"
+# What a note's facts are derived from, as the catalog states it: its text, its front matter and its extraction
+# (a re-extraction of the same text, a --full build, rewrites its statements).
+NOTE_DIGEST = (
+    "hash(doc_id, body_hash, front_matter::VARCHAR, extracted_hash, extractor, extracted_at::VARCHAR)::VARCHAR"
+)
+
+
+@dataclass(frozen=True)
+class NoteFacts:
+    """What the timeline reads of one note alone."""
+
+    aliases: tuple[str, ...]
+    declared: tuple[DeclaredReference, ...]
+    link_targets: tuple[str, ...]
+    values: tuple[StatedValue, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            [self.aliases, self.declared, self.link_targets, [_value_fields(v) for v in self.values]],
+            ensure_ascii=False, separators=(",", ":"),
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str) -> NoteFacts:
+        aliases, declared, targets, values = json.loads(text)
+        return cls(
+            tuple(aliases), tuple(DeclaredReference(*d) for d in declared), tuple(targets),
+            tuple(StatedValue(*v) for v in values),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class KeptNotes:
+    """The rows of the file: per doc id, the digest the facts were derived at and the facts as JSON."""
+
+    context: str
+    digests: dict[str, str]
+    facts: dict[str, str]
+
+    @classmethod
+    def load(cls, folder: Path, context: str) -> KeptNotes:
+        """The kept rows when the file was written in ``context`` (settings and code), else none."""
+        try:
+            with pa.memory_map(str(folder / FILE)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            written = (table.schema.metadata or {}).get(b"context", b"").decode()
+            if written != context:
+                return cls(context, {}, {})
+            ids, digests, facts = (table.column(name).to_pylist() for name in ("doc_id", "digest", "facts"))
+        except (OSError, pa.ArrowException, KeyError, UnicodeDecodeError):
+            return cls(context, {}, {})
+        return cls(context, dict(zip(ids, digests, strict=True)), dict(zip(ids, facts, strict=True)))
+
+    def changed(self, digests: Mapping[str, str]) -> list[str]:
+        """The doc ids of ``digests`` (doc id -> digest now) whose kept facts are missing or were derived from
+        another version of the note."""
+        return [doc_id for doc_id, digest in digests.items() if self.digests.get(doc_id) != digest]
+
+    def updated(self, digests: Mapping[str, str], derived: Mapping[str, NoteFacts]) -> KeptNotes:
+        """The rows of the notes of ``digests`` (the live notes): ``derived`` for those derived now, the kept rows
+        for the others."""
+        facts = {doc_id: derived[doc_id].to_json() if doc_id in derived else self.facts[doc_id]
+                 for doc_id in digests}  # fmt: skip
+        return KeptNotes(self.context, dict(digests), facts)
+
+    def parsed(self, doc_ids: Iterable[str]) -> dict[str, NoteFacts]:
+        return {doc_id: NoteFacts.from_json(self.facts[doc_id]) for doc_id in doc_ids}
+
+    def save(self, folder: Path) -> None:
+        """Write the rows, replacing the file in one step (a run killed while writing leaves the previous file)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        ids = sorted(self.facts)
+        table = pa.table(
+            {
+                "doc_id": pa.array(ids, pa.string()),
+                "digest": pa.array([self.digests[i] for i in ids], pa.string()),
+                "facts": pa.array([self.facts[i] for i in ids], pa.large_string()),
+            },
+            metadata={"context": self.context},
+        )
+        temporary = folder / f".{FILE}.{os.getpid()}"
+        options = pa.ipc.IpcWriteOptions(compression="lz4")
+        with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+        os.replace(temporary, folder / FILE)
+
+
+def _value_fields(value: StatedValue) -> list:
+    return [value.key, value.own, value.prop, value.prefix, value.value, value.line_start, value.line_end,
+            value.quote, value.stated]  # fmt: skip

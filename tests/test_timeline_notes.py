@@ -1,0 +1,109 @@
+"""What the timeline keeps of each note between builds (``lifecycle.timeline_notes``), without a build: the kept
+facts give the same chains as facts derived from the notes, a file from other settings or code or a broken file is
+ignored, and only new or changed notes are derived again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from engramrag.extract.builder import DOCUMENT_KEY
+from engramrag.lifecycle.timeline_notes import FILE, KeptNotes, NoteFacts
+from engramrag.revise.declarations import declared_references
+from engramrag.revise.versions import (
+    VersionConfig,
+    chains_of,
+    link_targets,
+    names_of,
+    note_aliases,
+    stated_values_by_note,
+    version_chains,
+)
+
+NOTES = [
+    ("services/billing.md", "Billing service", "2024-01-10",
+     "---\naliases: [결제 서비스]\n---\n# Billing service\n\nOwner: Minji Park\n", {"aliases": ["결제 서비스"]}),
+    ("meetings/2024-03-04.md", "Billing sync", "2024-03-04",
+     "# Billing sync\n\n- Billing service owner: Daniel Cho (from 2024-03-01)\nSee [[Billing service]].\n", {}),
+    ("meetings/2024-06-10.md", "결제 회의", "2024-06-10",
+     "# 결제 회의\n\n- 결제 서비스 담당자: 이서연\n이 노트는 [[Billing sync]]를 대체한다.\n", {}),
+]  # fmt: skip
+
+
+def _documents() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"doc_id": f"id-{path}", "path": path, "title": title, "doc_date": day, "text": text,
+         "front_matter": json.dumps(matter), "date_source": "front_matter:date", "agent_authored": False}
+        for path, title, day, text, matter in NOTES
+    ])  # fmt: skip
+
+
+def _statements() -> pd.DataFrame:
+    rows = [("services/billing.md", "Owner", "Minji Park", 6),
+            ("meetings/2024-03-04.md", "Billing service owner", "Daniel Cho (from 2024-03-01)", 3),
+            ("meetings/2024-06-10.md", "결제 서비스 담당자", "이서연", 3)]  # fmt: skip
+    return pd.DataFrame([
+        {"doc_id": f"id-{path}", "subject": DOCUMENT_KEY, "predicate": "owner", "label": label, "object": value,
+         "object_is_entity": False, "role": "assertion", "line_start": line, "line_end": line}
+        for path, label, value, line in rows
+    ])  # fmt: skip
+
+
+def _facts(documents: pd.DataFrame, statements: pd.DataFrame, entities: pd.DataFrame) -> dict[str, NoteFacts]:
+    config = VersionConfig()
+    stated = stated_values_by_note(documents, statements, entities, config.table(), config)
+    return {
+        doc_id: NoteFacts(note_aliases(matter), tuple(declared_references(text, matter)), link_targets(text),
+                          tuple(stated[doc_id]))
+        for doc_id, text, matter in zip(documents["doc_id"], documents["text"], documents["front_matter"], strict=True)
+    }  # fmt: skip
+
+
+def test_facts_round_trip_through_the_file_and_give_the_chains_the_notes_give(tmp_path: Path) -> None:
+    documents, statements = _documents(), _statements()
+    entities = pd.DataFrame(columns=["doc_id", "entity_key", "label", "aliases"])
+    clusters = pd.DataFrame(columns=["entity_key", "cluster_key"])
+    facts = _facts(documents, statements, entities)
+    assert facts["id-services/billing.md"].aliases == ("결제 서비스",)
+    assert facts["id-meetings/2024-03-04.md"].link_targets == ("Billing service",)
+    assert [d.kind for d in facts["id-meetings/2024-06-10.md"].declared] == ["supersedes"]
+    assert facts["id-meetings/2024-03-04.md"].values[0].stated == "2024-03-01"  # the line's own date
+    digests = {doc_id: f"v1-{doc_id}" for doc_id in facts}
+    KeptNotes("ctx", {}, {}).updated(digests, facts).save(tmp_path)
+    kept = KeptNotes.load(tmp_path, "ctx")
+    assert kept.changed(digests) == []
+    read_back = kept.parsed(digests)
+    assert read_back == facts
+
+    config = VersionConfig()
+    names = names_of(zip(documents["title"], [read_back[d].aliases for d in documents["doc_id"]], strict=True),
+                     [], [], [])  # fmt: skip
+    targets = dict(zip(documents["path"], [read_back[d].link_targets for d in documents["doc_id"]], strict=True))
+    from_kept = chains_of(documents, {d: f.values for d, f in read_back.items()}, names, targets, config)
+    whole = version_chains(documents, statements, entities, clusters, config)
+    assert from_kept == whole
+    assert [(v.value, v.current) for v in whole[0]] == [("Minji Park", False), ("Daniel Cho", False), ("이서연", True)]
+
+
+def test_only_new_and_changed_notes_are_derived_again_and_gone_notes_are_dropped(tmp_path: Path) -> None:
+    one = NoteFacts(("A",), (), ("B",), ())
+    two = NoteFacts((), (), (), ())
+    KeptNotes("ctx", {}, {}).updated({"a": "1", "b": "1", "c": "1"}, {"a": one, "b": two, "c": two}).save(tmp_path)
+    kept = KeptNotes.load(tmp_path, "ctx")
+    now = {"a": "1", "b": "2", "d": "1"}  # b changed, c is gone, d is new
+    assert kept.changed(now) == ["b", "d"]
+    updated = kept.updated(now, {"b": one, "d": one})
+    assert set(updated.facts) == {"a", "b", "d"}
+    assert updated.facts["a"] == kept.facts["a"]  # kept as it was written, not derived again
+    assert updated.parsed(["b"])["b"] == one
+
+
+def test_a_file_from_other_settings_or_code_or_a_broken_file_is_ignored(tmp_path: Path) -> None:
+    KeptNotes("ctx", {}, {}).updated({"a": "1"}, {"a": NoteFacts((), (), (), ())}).save(tmp_path)
+    assert KeptNotes.load(tmp_path, "ctx").digests == {"a": "1"}
+    assert KeptNotes.load(tmp_path, "other settings").digests == {}
+    (tmp_path / FILE).write_bytes(b"not an arrow file")
+    assert KeptNotes.load(tmp_path, "ctx").changed({"a": "1"}) == ["a"]
+    assert KeptNotes.load(tmp_path / "missing", "ctx").digests == {}
