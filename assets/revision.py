@@ -3,7 +3,7 @@
 import dagster as dg
 
 from assets.catalog import document_catalog
-from assets.resources import STORE_POOL, EngramStores, unless_fresh
+from assets.resources import STORE_POOL, EngramStores, is_consistency_pass, unless_fresh
 from engramrag.lifecycle.revision import apply_supersessions, refresh_supersession_candidates
 from engramrag.lifecycle.timeline import refresh_timeline
 
@@ -74,7 +74,8 @@ def accepted_supersessions(context: dg.AssetExecutionContext, engram: EngramStor
 def document_timeline(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     refresh = unless_fresh(
         context, engram, "document_timeline",
-        lambda: refresh_timeline(engram.home_dir(), engram.vault_config(), engram.version_config()),
+        lambda: refresh_timeline(engram.home_dir(), engram.vault_config(), engram.version_config(),
+                                 derive_all=is_consistency_pass(context)),
     )  # fmt: skip
     if (summary := refresh.result) is None:
         return dg.MaterializeResult(metadata=refresh.metadata())

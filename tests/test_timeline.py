@@ -15,8 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from assets.partitions import BUCKET_COUNT
+from engramrag.lifecycle.timeline import refresh_timeline
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.store import Home
+from engramrag.vault.config import VaultConfig
 from pipelines.build import run_build
 from pipelines.cli import main
 
@@ -294,3 +297,13 @@ def test_a_rejection_wins_and_editing_the_newest_note_back_flips_what_is_current
     page = next(hit for hit in answer["results"] if hit["doc"] == "services/billing-service.md")
     assert not [label for label in page["superseded_by"] if label.get("property") == "owner"]
     assert "SUPERSEDED by adr/0012" not in search_json(home, "What replaced ADR-7?")["context"]
+    # The rebuild read again only the edited note; reading every note again (the consistency pass) changes nothing.
+    tables = "SELECT * FROM property_values ORDER BY ALL", "SELECT * FROM document_supersessions ORDER BY ALL"
+    before = [rows(home, sql) for sql in tables]
+    config = VaultConfig(bucket_count=BUCKET_COUNT)
+    everything = refresh_timeline(home, config, derive_all=True)
+    assert everything.notes_derived == len(VAULT) and everything.notes_kept == 0
+    assert [rows(home, sql) for sql in tables] == before
+    kept = refresh_timeline(home, config)
+    assert kept.notes_derived == 0 and kept.notes_kept == len(VAULT)
+    assert [rows(home, sql) for sql in tables] == before

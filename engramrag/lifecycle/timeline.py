@@ -102,11 +102,14 @@ class TimelineSummary:
     notes_kept: int = 0  # notes whose facts were kept from the last run
 
 
-def refresh_timeline(home: Home, config: VaultConfig, version_config: VersionConfig | None = None) -> TimelineSummary:
-    """Recompute ``property_values`` and ``document_supersessions`` and swap this step's quads."""
+def refresh_timeline(
+    home: Home, config: VaultConfig, version_config: VersionConfig | None = None, derive_all: bool = False
+) -> TimelineSummary:
+    """Recompute ``property_values`` and ``document_supersessions`` and swap this step's quads. ``derive_all`` (the
+    consistency pass) reads every note again instead of the facts kept from the last run."""
     version_config = version_config or VersionConfig()
     table = version_config.table()
-    vault = _read(home, config, version_config)
+    vault = _read(home, config, version_config, derive_all)
     documents, facts = vault.documents, vault.facts
     declarations = find_declarations(documents, {doc_id: f.declared for doc_id, f in facts.items()})
     replaced_notes = [(d.earlier_doc_id, d.later_doc_id) for d in declarations]
@@ -177,10 +180,10 @@ class _Vault:
     clusters: pd.DataFrame  # entity_key, cluster_key
 
 
-def _read(home: Home, config: VaultConfig, version_config: VersionConfig) -> _Vault:
+def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive_all: bool) -> _Vault:
     live = "SELECT doc_id FROM documents WHERE NOT gone"
     context = short_hash(code_version(), repr(version_config))
-    kept = KeptNotes.load(home.timeline_path, context)
+    kept = KeptNotes(context, {}, {}) if derive_all else KeptNotes.load(home.timeline_path, context)
     with catalog_writer(home, config.bucket_count) as catalog:
         documents = _plain(read_frame(
             catalog,
