@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY
-from engramrag.lifecycle.timeline_notes import FILE, KeptNotes, NoteFacts
+from engramrag.lifecycle.timeline_notes import FILE, KeptLinks, KeptNotes, NoteFacts
 from engramrag.revise.declarations import declared_references
 from engramrag.revise.versions import (
     VersionConfig,
@@ -107,3 +107,31 @@ def test_a_file_from_other_settings_or_code_or_a_broken_file_is_ignored(tmp_path
     (tmp_path / FILE).write_bytes(b"not an arrow file")
     assert KeptNotes.load(tmp_path, "ctx").changed({"a": "1"}) == ["a"]
     assert KeptNotes.load(tmp_path / "missing", "ctx").digests == {}
+
+
+def test_links_resolved_by_an_earlier_run_are_kept_for_the_same_titles_only(tmp_path: Path) -> None:
+    documents, statements = _documents(), _statements()
+    # The March meeting repeats the page's owner and links to it: a restatement, found through the resolved link.
+    documents.loc[1, "text"] = documents.loc[1, "text"].replace("Daniel Cho (from 2024-03-01)", "Minji Park")
+    statements.loc[1, "object"] = "Minji Park"
+    entities = pd.DataFrame(columns=["doc_id", "entity_key", "label", "aliases"])
+    facts = _facts(documents, statements, entities)
+    config = VersionConfig()
+    names = names_of(zip(documents["title"], [facts[d].aliases for d in documents["doc_id"]], strict=True), [], [], [])
+    targets = dict(zip(documents["path"], [facts[d].link_targets for d in documents["doc_id"]], strict=True))
+    stated = {d: f.values for d, f in facts.items()}
+    links = KeptLinks.load(tmp_path, "titles-1")
+    assert links.resolved == {}
+    first = chains_of(documents, stated, names, targets, config, resolved_links=links.resolved)
+    assert links.resolved[("Billing service", "meetings")] == {"services/billing.md"}  # from the meeting's folder
+    assert next(v for v in first[0] if v.path == "meetings/2024-03-04.md").restated
+    links.save_if_grown(tmp_path)
+    kept = KeptLinks.load(tmp_path, "titles-1")
+    assert kept.resolved == links.resolved and kept.count == len(links.resolved)
+    assert chains_of(documents, stated, names, targets, config, resolved_links=kept.resolved) == first
+    # What the chains read is the kept resolution, not the notes' titles again.
+    kept.resolved[("Billing service", "meetings")] = set()
+    unlinked = chains_of(documents, stated, names, targets, config, resolved_links=kept.resolved)
+    assert not next(v for v in unlinked[0] if v.path == "meetings/2024-03-04.md").restated
+    # Other paths or titles, another context: nothing is read.
+    assert KeptLinks.load(tmp_path, "titles-2").resolved == {}

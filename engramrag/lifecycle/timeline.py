@@ -28,7 +28,7 @@ from engramrag.catalog.connection import catalog_writer, read_frame, refill_tabl
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
 from engramrag.lifecycle.freshness import code_version
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
-from engramrag.lifecycle.timeline_notes import NOTE_DIGEST, KeptNotes, NoteFacts
+from engramrag.lifecycle.timeline_notes import NOTE_DIGEST, TITLES_DIGEST, KeptLinks, KeptNotes, NoteFacts
 from engramrag.ontology.graphs import (
     AUTHORED_BY,
     CREATED_BY,
@@ -120,7 +120,7 @@ def refresh_timeline(
     values, replaced = chains_of(
         documents, {doc_id: f.values for doc_id, f in facts.items()}, names,
         dict(zip(documents["path"], [facts[doc_id].link_targets for doc_id in documents["doc_id"]], strict=True)),
-        version_config, replaced_notes,
+        version_config, replaced_notes, vault.links.resolved,
     )  # fmt: skip
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
@@ -159,6 +159,7 @@ def refresh_timeline(
         vault.kept.updated(dict(zip(documents["doc_id"], documents["digest"], strict=True)), vault.derived).save(
             home.timeline_path
         )
+    vault.links.save_if_grown(home.timeline_path)
     chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
     return TimelineSummary(
         declared=sum(r["form"] != "property" for r in rows), values=len(values), chains=chains,
@@ -175,6 +176,7 @@ class _Vault:
     facts: dict[str, NoteFacts]  # per doc id
     derived: dict[str, NoteFacts]  # the notes derived in this run (new or changed since the kept ones)
     kept: KeptNotes
+    links: KeptLinks  # wiki links resolved by earlier runs over the same paths and titles
     labels: list[str]  # every distinct entity label
     aliased: set[tuple[str, tuple[str, ...]]]  # each distinct (label, aliases) with aliases
     clusters: pd.DataFrame  # entity_key, cluster_key
@@ -213,6 +215,9 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
             f"SELECT DISTINCT label, aliases FROM entities WHERE doc_id IN ({live}) AND len(aliases) > 0"
         ).fetchall()}  # fmt: skip
         clusters = _plain(read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"))
+        titles = repr(catalog.execute(TITLES_DIGEST).fetchone())
+    links_context = short_hash(context, titles)
+    links = KeptLinks(links_context, {}, 0) if derive_all else KeptLinks.load(home.timeline_path, links_context)
     table = version_config.table()
     stated = stated_values_by_note(texts, statements, entities, table, version_config)
     derived = {
@@ -223,7 +228,7 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
         for doc_id, text, matter in zip(texts["doc_id"], texts["text"], texts["front_matter"], strict=True)
     }  # fmt: skip
     facts = kept.parsed(d for d in documents["doc_id"] if d not in derived) | derived
-    return _Vault(documents, facts, derived, kept, labels, aliased, clusters)
+    return _Vault(documents, facts, derived, kept, links, labels, aliased, clusters)
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:

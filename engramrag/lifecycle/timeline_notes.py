@@ -26,6 +26,9 @@ from engramrag.revise.declarations import DeclaredReference
 from engramrag.revise.versions import StatedValue
 
 FILE = "notes.arrow"
+LINKS_FILE = "links.arrow"
+# What the resolution of a wiki link depends on: the live notes' paths and titles.
+TITLES_DIGEST = "SELECT count(*), bit_xor(hash(path, coalesce(title, chr(0)))) FROM documents WHERE NOT gone"
 # What a note's facts are derived from, as the catalog states it: its text, its front matter and its extraction
 # (a re-extraction of the same text, a --full build, rewrites its statements).
 NOTE_DIGEST = (
@@ -106,11 +109,56 @@ class KeptNotes:
             },
             metadata={"context": self.context},
         )
-        temporary = folder / f".{FILE}.{os.getpid()}"
-        options = pa.ipc.IpcWriteOptions(compression="lz4")
-        with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
-            writer.write_table(table)
-        os.replace(temporary, folder / FILE)
+        _write(table, folder / FILE)
+
+
+@dataclass(frozen=True)
+class KeptLinks:
+    """The wiki links the last run resolved, (target, the linking note's folder) -> the paths they name, kept in
+    ``<home>/timeline/links.arrow``. A resolution depends only on the live notes' paths and titles, so the file is
+    read only when they are the ones it was written for (``context`` includes their digest, :data:`TITLES_DIGEST`):
+    an edit that changes no title or path resolves only the links no earlier run resolved."""
+
+    context: str
+    resolved: dict[tuple[str, str], set[str]]
+    count: int  # resolutions read from the file
+
+    @classmethod
+    def load(cls, folder: Path, context: str) -> KeptLinks:
+        try:
+            with pa.memory_map(str(folder / LINKS_FILE)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            if (table.schema.metadata or {}).get(b"context", b"").decode() != context:
+                return cls(context, {}, 0)
+            targets, folders, paths = (table.column(name).to_pylist() for name in ("target", "folder", "paths"))
+        except (OSError, pa.ArrowException, KeyError, UnicodeDecodeError):
+            return cls(context, {}, 0)
+        resolved = {(t, f): set(p) for t, f, p in zip(targets, folders, paths, strict=True)}
+        return cls(context, resolved, len(resolved))
+
+    def save_if_grown(self, folder: Path) -> None:
+        """Write the resolutions when this run added some (one step: a killed run leaves the previous file)."""
+        if len(self.resolved) == self.count:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        keys = sorted(self.resolved)
+        table = pa.table(
+            {
+                "target": pa.array([t for t, _ in keys], pa.string()),
+                "folder": pa.array([f for _, f in keys], pa.string()),
+                "paths": pa.array([sorted(self.resolved[k]) for k in keys], pa.list_(pa.string())),
+            },
+            metadata={"context": self.context},
+        )
+        _write(table, folder / LINKS_FILE)
+
+
+def _write(table: pa.Table, target: Path) -> None:
+    temporary = target.with_name(f".{target.name}.{os.getpid()}")
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    os.replace(temporary, target)
 
 
 def _value_fields(value: StatedValue) -> list:

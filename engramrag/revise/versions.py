@@ -199,10 +199,12 @@ def chains_of(
     link_targets_of: Mapping[str, Sequence[str]],
     config: VersionConfig,
     replaced_notes: Iterable[tuple[str, str]] = (),
+    resolved_links: dict[tuple[str, str], set[str]] | None = None,
 ) -> tuple[list[ValueRow], list[ValueSupersession]]:
     """:func:`version_chains` from what each note says alone (``stated``: doc id -> its :class:`StatedValue` rows,
     ``link_targets_of``: path -> the targets of its wiki links) and the names of the whole vault. ``documents``:
-    doc_id, path, title, doc_date, date_source, agent_authored."""
+    doc_id, path, title, doc_date, date_source, agent_authored. ``resolved_links``: the wiki links already resolved
+    against these notes' paths and titles ((target, folder) -> paths), filled in with the ones resolved here."""
     table = config.table()
     titles = dict(zip(documents["doc_id"].astype(str), documents["title"], strict=True))
     for earlier, later in replaced_notes:
@@ -211,7 +213,8 @@ def chains_of(
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
     observed = _observations(stated, docs, table, config, names)
     # Only a chain of several notes asks whether one links to another.
-    links = _links(documents, link_targets_of, {o.path for found in observed.values() if len(found) > 1 for o in found})
+    links = _links(documents, link_targets_of, {o.path for found in observed.values() if len(found) > 1 for o in found},
+                   resolved_links)
     rows: list[ValueRow] = []
     replaced: list[ValueSupersession] = []
     for (subject_key, prop), found in sorted(observed.items()):
@@ -557,18 +560,27 @@ def link_targets(text: str) -> tuple[str, ...]:
     return tuple(sorted({m.group("target").strip() for m in WIKI_LINK.finditer(text)}))
 
 
-def _links(documents: pd.DataFrame, targets_of: Mapping[str, Sequence[str]], paths: set[str]) -> dict[str, set[str]]:
-    """Document path -> the paths of the notes its wiki links name, for the documents of ``paths``."""
-    index = ReferenceIndex()
-    for path, title in zip(documents["path"], documents["title"], strict=True):
-        index.add_version(str(path), [(str(path), str(title or path), None)])
+def _links(
+    documents: pd.DataFrame,
+    targets_of: Mapping[str, Sequence[str]],
+    paths: set[str],
+    resolved: dict[tuple[str, str], set[str]] | None = None,
+) -> dict[str, set[str]]:
+    """Document path -> the paths of the notes its wiki links name, for the documents of ``paths``. A link resolves
+    the same from every note of one folder: ``resolved`` ((target, folder) -> paths, filled in here) may hold the
+    resolutions of an earlier run over the same notes and titles."""
+    resolved = {} if resolved is None else resolved
+    index: ReferenceIndex | None = None  # built only when a link is not resolved yet
     links: dict[str, set[str]] = {}
-    resolved: dict[tuple[str, str], set[str]] = {}  # a link resolves the same from every note of one folder
     for path in sorted(paths):
         folder = posixpath.dirname(path)
         found: set[str] = set()
         for target in targets_of.get(path, ()):
             if (target, folder) not in resolved:
+                if index is None:
+                    index = ReferenceIndex()
+                    for note, title in zip(documents["path"], documents["title"], strict=True):
+                        index.add_version(str(note), [(str(note), str(title or note), None)])
                 resolved[target, folder] = index.resolve(target, path)
             found |= resolved[target, folder]
         links[path] = found - {path}
