@@ -83,13 +83,19 @@ def differences(home: Path, before: str, after: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def kept_home_arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
+    """The options of a step timed on a kept home (this module's and ``eval.timeline_rebuild``'s): the home, a
+    baseline source tree, the rounds and where the result goes."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("home", type=Path)
     parser.add_argument("--baseline", type=Path, help="Another source tree (a git worktree of an earlier commit).")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPOSITORY / "eval" / "results")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = kept_home_arguments(__doc__.split("\n\n")[0], argv)
     info = machine()
     print(f"machine: {info['platform']}; {info['cpu_count']} CPUs ({info.get('cpu_model', '?')}); "
           f"Python {info['python']}")

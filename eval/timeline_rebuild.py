@@ -16,7 +16,6 @@ HOME is a built home, e.g. one kept by ``python -m eval.build_benchmark --sizes 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from typing import Any
 import duckdb
 
 from eval.build_benchmark import REPOSITORY, machine, parse_json_output, run_measured
+from eval.index_rebuild import kept_home_arguments
 
 TABLES = ("property_values", "document_supersessions", "timeline_quads")
 
@@ -80,12 +80,7 @@ def rows_differing(before: Path, after: Path) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("home", type=Path)
-    parser.add_argument("--baseline", type=Path, help="Another source tree (a git worktree of an earlier commit).")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPOSITORY / "eval" / "results")
-    args = parser.parse_args(argv)
+    args = kept_home_arguments(__doc__.split("\n\n")[0], argv)
     info = machine()
     print(f"machine: {info['platform']}; {info['cpu_count']} CPUs ({info.get('cpu_model', '?')}); "
           f"Python {info['python']}")
