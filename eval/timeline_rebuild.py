@@ -2,11 +2,12 @@
 alone from the last run, beside another source tree (a snapshot of an earlier commit).
 
 Times ``lifecycle.timeline.refresh_timeline`` in a fresh process per run (as a build runs it, nothing cached in
-memory), in rounds of: the baseline tree (when given), this tree with ``derive_all`` (every note read and derived
-again, as the first run or the consistency pass does) and this tree as an edit's build runs it (the notes' facts
-kept from the run before). After each run the step's tables (``property_values``, ``document_supersessions``,
-``timeline_quads``) are copied aside; this tree's runs must all give the same tables, or the command exits 1. The
-rows a baseline run gives differently are counted and shown (an older tree may order or break ties otherwise).
+memory), in rounds of: each tree (the baseline, when given, then this one) with ``derive_all`` (every note read
+and derived again, as the first run or the consistency pass does) and as an edit's build runs it (the notes' facts
+kept from the run before; a tree from before the kept facts reads every note both times). After each run the
+step's tables (``property_values``, ``document_supersessions``, ``timeline_quads``) are copied aside; this tree's
+runs must all give the same tables, or the command exits 1. The rows a baseline run gives differently are counted
+and shown (an older tree may order or break ties otherwise).
 
     git worktree add /tmp/baseline <commit>
     python -m eval.timeline_rebuild HOME [--baseline /tmp/baseline] [--rounds 2]
@@ -84,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     print(f"machine: {info['platform']}; {info['cpu_count']} CPUs ({info.get('cpu_model', '?')}); "
           f"Python {info['python']}")
-    kinds = [("baseline", args.baseline, True)] if args.baseline else []
-    kinds += [("every note", REPOSITORY, True), ("kept notes", REPOSITORY, False)]
+    trees = [("baseline", args.baseline)] if args.baseline else []
+    trees.append(("this tree", REPOSITORY))
+    kinds = [(f"{name}, {mode}", tree, derive_all) for name, tree in trees
+             for mode, derive_all in (("every note", True), ("kept notes", False))]  # fmt: skip
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
         copied: list[Path] = []
@@ -96,19 +99,20 @@ def main(argv: list[str] | None = None) -> int:
                              **measured_run(tree.resolve(), args.home, copies, derive_all)})  # fmt: skip
                 copied.append(copies)
                 print(f"  round {round_number + 1}, {name}: {runs[-1]['seconds']:.2f} s", flush=True)
-        reference = next(copies for run, copies in zip(runs, copied, strict=True) if run["tree"] != "baseline")
+        reference = next(c for run, c in zip(runs, copied, strict=True) if not run["tree"].startswith("baseline"))
         for run, copies in zip(runs, copied, strict=True):
-            key = "rows_differing_from_this_tree" if run["tree"] == "baseline" else "differs_from_this_tree"
+            baseline = run["tree"].startswith("baseline")
+            key = "rows_differing_from_this_tree" if baseline else "differs_from_this_tree"
             run[key] = rows_differing(reference, copies)
     for run in runs:
         compared = run.get("differs_from_this_tree")
         verdict = (f"rows differing from this tree: {run.get('rows_differing_from_this_tree') or 'none'}"
-                   if run["tree"] == "baseline" else
+                   if run["tree"].startswith("baseline") else
                    "same tables as this tree's first run" if not compared else f"DIFFERS: {compared}")  # fmt: skip
         notes = "" if run.get("notes_derived") is None else (
             f"; notes derived {run['notes_derived']:,}, kept {run['notes_kept']:,}"
         )
-        print(f"{run['tree']:>10}: {run['seconds']:7.2f} s in the step, {run['wall_s']:7.2f} s wall, peak "
+        print(f"{run['tree']:>24}: {run['seconds']:7.2f} s in the step, {run['wall_s']:7.2f} s wall, peak "
               f"{run['peak_rss_mib']:,.0f} MiB{notes}; {verdict}")
     best = {name: min(r["seconds"] for r in runs if r["tree"] == name) for name, _, _ in kinds}
     print("best: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in best.items()))
