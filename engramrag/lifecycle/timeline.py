@@ -59,6 +59,7 @@ from engramrag.revise.versions import (
     ValueSupersession,
     VersionConfig,
     chains_of,
+    entity_aliases,
     label_clusters,
     link_targets,
     names_of,
@@ -156,9 +157,7 @@ def refresh_timeline(
         record_swap(catalog, "timeline_quads", swap)
         catalog.execute("COMMIT")
     if vault.derived or len(vault.kept.facts) != len(documents):
-        vault.kept.updated(dict(zip(documents["doc_id"], documents["digest"], strict=True)), vault.derived).save(
-            home.timeline_path
-        )
+        vault.kept.updated(vault.digests, vault.derived).save(home.timeline_path)
     vault.links.save_if_grown(home.timeline_path)
     chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
     return TimelineSummary(
@@ -173,6 +172,7 @@ class _Vault:
     """What the timeline reads: the live notes (no text), each note's facts, and the names of the entities."""
 
     documents: pd.DataFrame  # doc_id, path, title, author, agent_authored, doc_date, date_source, digest
+    digests: dict[str, str]  # per doc id, the digest of what its facts are derived from (``NOTE_DIGEST``)
     facts: dict[str, NoteFacts]  # per doc id
     derived: dict[str, NoteFacts]  # the notes derived in this run (new or changed since the kept ones)
     kept: KeptNotes
@@ -192,8 +192,8 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
             "SELECT doc_id, path, title, author, agent_authored, doc_date, date_source, "
             f"{NOTE_DIGEST} AS digest FROM documents WHERE NOT gone ORDER BY path",
         ))  # fmt: skip
-        changed = pa.table({"doc_id": pa.array(kept.changed(dict(zip(documents["doc_id"], documents["digest"],
-                                                                           strict=True))), pa.string())})  # fmt: skip
+        digests = dict(zip(documents["doc_id"], documents["digest"], strict=True))
+        changed = pa.table({"doc_id": pa.array(kept.changed(digests), pa.string())})
         with registered(catalog, "changed_notes", changed):
             texts = _plain(read_frame(
                 catalog, "SELECT doc_id, text, front_matter FROM documents JOIN changed_notes USING (doc_id)"
@@ -211,9 +211,9 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
             ))
         labels = [str(label) for (label,) in catalog.execute(
             f"SELECT DISTINCT label FROM entities WHERE doc_id IN ({live}) ORDER BY label").fetchall()]  # fmt: skip
-        aliased = {(str(label), tuple(map(str, aliases))) for label, aliases in catalog.execute(
-            f"SELECT DISTINCT label, aliases FROM entities WHERE doc_id IN ({live}) AND len(aliases) > 0"
-        ).fetchall()}  # fmt: skip
+        aliased = entity_aliases(read_frame(
+            catalog, f"SELECT DISTINCT label, aliases FROM entities WHERE doc_id IN ({live})"
+        ))  # fmt: skip
         clusters = _plain(read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"))
         titles = repr(catalog.execute(TITLES_DIGEST).fetchone())
     links_context = short_hash(context, titles)
@@ -228,7 +228,7 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
         for doc_id, text, matter in zip(texts["doc_id"], texts["text"], texts["front_matter"], strict=True)
     }  # fmt: skip
     facts = kept.parsed(d for d in documents["doc_id"] if d not in derived) | derived
-    return _Vault(documents, facts, derived, kept, links, labels, aliased, clusters)
+    return _Vault(documents, digests, facts, derived, kept, links, labels, aliased, clusters)
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:

@@ -71,15 +71,10 @@ class KeptNotes:
     @classmethod
     def load(cls, folder: Path, context: str) -> KeptNotes:
         """The kept rows when the file was written in ``context`` (settings and code), else none."""
-        try:
-            with pa.memory_map(str(folder / FILE)) as source:
-                table = pa.ipc.open_file(source).read_all()
-            written = (table.schema.metadata or {}).get(b"context", b"").decode()
-            if written != context:
-                return cls(context, {}, {})
-            ids, digests, facts = (table.column(name).to_pylist() for name in ("doc_id", "digest", "facts"))
-        except (OSError, pa.ArrowException, KeyError, UnicodeDecodeError):
+        columns = _read(folder / FILE, context, ("doc_id", "digest", "facts"))
+        if columns is None:
             return cls(context, {}, {})
+        ids, digests, facts = columns
         return cls(context, dict(zip(ids, digests, strict=True)), dict(zip(ids, facts, strict=True)))
 
     def changed(self, digests: Mapping[str, str]) -> list[str]:
@@ -125,14 +120,10 @@ class KeptLinks:
 
     @classmethod
     def load(cls, folder: Path, context: str) -> KeptLinks:
-        try:
-            with pa.memory_map(str(folder / LINKS_FILE)) as source:
-                table = pa.ipc.open_file(source).read_all()
-            if (table.schema.metadata or {}).get(b"context", b"").decode() != context:
-                return cls(context, {}, 0)
-            targets, folders, paths = (table.column(name).to_pylist() for name in ("target", "folder", "paths"))
-        except (OSError, pa.ArrowException, KeyError, UnicodeDecodeError):
+        columns = _read(folder / LINKS_FILE, context, ("target", "folder", "paths"))
+        if columns is None:
             return cls(context, {}, 0)
+        targets, folders, paths = columns
         resolved = {(t, f): set(p) for t, f, p in zip(targets, folders, paths, strict=True)}
         return cls(context, resolved, len(resolved))
 
@@ -151,6 +142,19 @@ class KeptLinks:
             metadata={"context": self.context},
         )
         _write(table, folder / LINKS_FILE)
+
+
+def _read(source: Path, context: str, names: tuple[str, ...]) -> list[list] | None:
+    """The named columns of the file as lists, or None when it is missing, broken or written in another
+    ``context``."""
+    try:
+        with pa.memory_map(str(source)) as mapped:
+            table = pa.ipc.open_file(mapped).read_all()
+        if (table.schema.metadata or {}).get(b"context", b"").decode() != context:
+            return None
+        return [table.column(name).to_pylist() for name in names]
+    except (OSError, pa.ArrowException, KeyError, UnicodeDecodeError):
+        return None
 
 
 def _write(table: pa.Table, target: Path) -> None:
