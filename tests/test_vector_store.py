@@ -11,8 +11,8 @@ from engramrag.embed.hashing import HashEmbedder
 from engramrag.store import Home
 from engramrag.vectors import TABLES, VectorStore, VectorStoreMismatch
 from engramrag.vectors.fts_text import fts_text
-from engramrag.vectors.lancedb_store import MAX_SMALL_FRAGMENTS, optimize_reason
 from engramrag.vectors.tables import DOCUMENT_TABLES, schema
+from engramrag.vectors.upkeep import MAX_SMALL_FRAGMENTS, small_fragment_rows, tidy_reason
 
 EMBEDDER = HashEmbedder()
 EN, KO = "doc-en", "doc-ko"
@@ -255,9 +255,47 @@ def test_indexes_are_optimised_only_when_a_table_needs_it(filled: VectorStore) -
     assert first == {} and filled.has_fts_index()
     for round_ in range(MAX_SMALL_FRAGMENTS):  # each build's merge adds a small fragment
         filled.replace_documents("chunks", [f"doc-{round_}"], chunk_rows(f"doc-{round_}", [f"note {round_} on Kafka"]))
-    assert "small fragments" in optimize_reason(filled.table("chunks"))
-    assert optimize_reason(filled.table("triples")) is None
+    assert "small fragments" in tidy_reason(filled.table("chunks"))
+    assert tidy_reason(filled.table("triples")) is None
     assert set(filled.refresh_indexes()) == {"chunks"}
-    assert optimize_reason(filled.table("chunks")) is None
+    assert tidy_reason(filled.table("chunks")) is None
     assert docs_of(filled.search_text("Kafka note 7"))[0] == "doc-7"  # found through the optimised index
     assert set(filled.refresh_indexes(force=True)) == set(TABLES)  # the consistency pass optimises every table
+
+
+def test_an_edit_tidies_its_small_fragments_without_rewriting_indexed_buckets(store: VectorStore) -> None:
+    # A full build's shape: one fragment per bucket partition (here 6 of 2,000 rows), indexed once built.
+    for bucket in range(6):
+        documents = [f"b{bucket}-{n}" for n in range(200)]
+        texts = {doc: [f"{doc} section {k} on storage" for k in range(10)] for doc in documents}
+        rows = [row for doc in documents for row in chunk_rows(doc, texts[doc], bucket)]
+        store.replace_documents("chunks", documents, rows)
+    assert store.refresh_indexes() == {}  # builds the BM25 and the vector index
+    chunks = store.table("chunks")
+    buckets = {fragment.fragment_id for fragment in chunks.to_lance().get_fragments()}
+    assert len(buckets) == 6
+    assert all(f.physical_rows >= small_fragment_rows(12_000) for f in chunks.to_lance().get_fragments())
+
+    for round_ in range(MAX_SMALL_FRAGMENTS):  # each edit replaces one note of a bucket: a small fragment
+        doc = f"b{round_ % 6}-{round_}"
+        store.replace_documents("chunks", [doc], chunk_rows(doc, [f"edited note {round_} about Kafka"], round_ % 6))
+    assert "small fragments" in tidy_reason(chunks)
+    assert store.refresh_indexes() == {"chunks": f"{MAX_SMALL_FRAGMENTS} small fragments"}
+
+    tidied = store.table("chunks")
+    fragments = tidied.to_lance().get_fragments()
+    assert buckets <= {fragment.fragment_id for fragment in fragments}  # no bucket fragment was rewritten
+    assert len(fragments) == 7  # the edits' fragments became one
+    assert tidy_reason(tidied) is None
+    assert all(tidied.index_stats(index.name).num_unindexed_rows == 0 for index in tidied.list_indices())
+    assert tidied.count_rows() == 12_000 - 20 * 10 + 20
+    assert docs_of(store.search_text("edited note 13 Kafka"))[0] == "b1-13"
+    old_rows = store.search_text("b1-13 section 4 storage", k=50)
+    assert not [hit for hit in old_rows if hit["doc_id"] == "b1-13" and "section" in hit["text"]]  # still deleted
+    edited = EMBEDDER.embed(["edited note 13 about Kafka"])[0]
+    assert docs_of(store.search_vector("chunks", edited, k=1)) == ["b1-13"]
+
+    assert store.refresh_indexes(force=True)["chunks"] == "requested"  # the consistency pass rewrites everything
+    rewritten = {fragment.fragment_id for fragment in store.table("chunks").to_lance().get_fragments()}
+    assert not rewritten & buckets and len(rewritten) < 7
+    assert docs_of(store.search_text("edited note 13 Kafka"))[0] == "b1-13"

@@ -28,6 +28,7 @@ from engramrag.embed.base import Embedder
 from engramrag.store import Home
 from engramrag.vectors.fts_text import fts_text
 from engramrag.vectors.tables import DOCUMENT_TABLES, EMBEDDER_KEY, LABELS, TABLES, result_columns, row_id, schema
+from engramrag.vectors.upkeep import tidy, tidy_reason
 
 FTS_COLUMN = "search_text"
 # See fts_text.py for why: LanceDB's simple tokenizer over pre-bigrammed CJK runs.
@@ -53,10 +54,6 @@ ANN_ROWS_PER_PARTITION = 100_000
 # 44-48 s and 91%, at the same latency; built with 50, 34 s and 85-86%.
 ANN_EF_CONSTRUCTION = 100
 ANN_QUERY_EF = 80
-# When refresh_indexes optimises a table (see optimize_reason).
-MAX_SMALL_FRAGMENTS = 20
-MIN_UNINDEXED_ROWS = 2_000
-MAX_UNINDEXED_SHARE = 0.05
 
 
 def ann_config(rows: int) -> HnswSq:
@@ -198,16 +195,20 @@ class VectorStore:
 
     def refresh_indexes(self, force: bool = False) -> dict[str, str]:
         """After bucket runs: build the BM25 index the first time, give tables of at least ``ANN_MIN_ROWS`` rows
-        an approximate vector index, and optimise (compact, fold new rows into the indexes) only the tables that
-        need it (``optimize_reason``; ``force``: every table). Returns, per optimised table, why.
+        an approximate vector index, and tidy the tables that need it (``upkeep.tidy_reason``: compact the edits'
+        small fragments, fold new rows into the indexes without rewriting indexed data). ``force`` (the
+        consistency pass): LanceDB's full ``optimize`` of every table. Returns, per optimised table, why.
 
         Optimising after every edit cost minutes at 10,000 notes (merging the delta into the HNSW and BM25
         indexes), while rows not yet in an index are still found, by a scan of just those rows."""
         optimised = {}
         for name in TABLES:
-            reason = "requested" if force else optimize_reason(self.table(name))
-            if reason:
-                self.table(name).optimize()
+            table = self.table(name)
+            if force:
+                table.optimize()
+                optimised[name] = "requested"
+            elif reason := tidy_reason(table):
+                tidy(table)
                 optimised[name] = reason
         if self.count("chunks") and not self.has_fts_index():
             self.create_fts_index()
@@ -303,20 +304,6 @@ class VectorStore:
             else:
                 columns[field.name] = pa.array([row.get(field.name) for row in rows], field.type)
         return pa.Table.from_pydict(columns, schema=target)
-
-
-def optimize_reason(table: Any) -> str | None:
-    """Why a table should be optimised now, or None: many small fragments (each build's merge adds some), or
-    many rows outside an index (LanceDB's own guidance: after 20 modifications or 100,000 changed rows)."""
-    fragments = table.stats()["fragment_stats"]["num_small_fragments"]
-    if fragments >= MAX_SMALL_FRAGMENTS:
-        return f"{fragments} small fragments"
-    rows = table.count_rows()
-    for index in table.list_indices():
-        unindexed = table.index_stats(index.name).num_unindexed_rows
-        if unindexed >= max(MIN_UNINDEXED_ROWS, rows * MAX_UNINDEXED_SHARE):
-            return f"{unindexed} rows outside index {index.name}"
-    return None
 
 
 def _in_list(column: str, values: Sequence[str]) -> str:
