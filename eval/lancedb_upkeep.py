@@ -6,8 +6,9 @@
 Each mode runs on its own copy of ``HOME/lancedb/<table>.lance`` restored to ``--version`` (a version with many
 small fragments: the one an edit's build found when it optimised; ``python -m eval.lancedb_upkeep HOME --table
 chunks --list`` shows each version's fragments and index segments). It prints the seconds, the fragments and index
-segments after, and how many of ``--queries`` searches (rows of the table used as queries: its vector, and for
-the chunks its text) return the same top 10 as LanceDB's ``optimize`` gave.
+segments after, the vector search's recall of the exact top 10 and, for the chunks, how many full-text searches
+return the same top 10 as after LanceDB's ``optimize`` (``--queries`` rows of the table used as queries, their
+vector and their text). "as left" is the table as the build left it (new rows found by a scan).
 """
 
 from __future__ import annotations
@@ -51,19 +52,24 @@ def run_mode(table_dir: Path, version: int, mode: str, queries: int, scratch: Pa
     table = lancedb.connect(str(copy)).open_table(table_dir.name.removesuffix(".lance"))
     before = len(table.to_lance().get_fragments())
     started = time.perf_counter()
-    table.optimize() if mode == "optimize" else tidy(table)
+    if mode == "optimize":
+        table.optimize()
+    elif mode == "tidy":
+        tidy(table)
     seconds = time.perf_counter() - started
     table.checkout_latest()
     dataset = table.to_lance()
     sample = dataset.take(list(range(0, dataset.count_rows(), max(1, dataset.count_rows() // queries)))[:queries])
-    answers = []
+    recall, answers = [], []
     for row in sample.to_pylist():
-        hits = table.search(row["vector"], vector_column_name="vector").distance_type("cosine").limit(10)
-        found = [hit["row_id"] for hit in hits.select(["row_id", "_distance"]).to_list()]
+        search = table.search(row["vector"], vector_column_name="vector").distance_type("cosine").limit(10)
+        approximate = {hit["row_id"] for hit in search.select(["row_id", "_distance"]).to_list()}
+        exact = table.search(row["vector"], vector_column_name="vector").distance_type("cosine").limit(10)
+        truth = {hit["row_id"] for hit in exact.bypass_vector_index().select(["row_id", "_distance"]).to_list()}
+        recall.append(len(approximate & truth) / max(1, len(truth)))
         if "search_text" in sample.column_names:
             text = table.search(row["search_text"], query_type="fts", fts_columns="search_text").limit(10)
-            found += [hit["row_id"] for hit in text.select(["row_id", "_score"]).to_list()]
-        answers.append(found)
+            answers.append([hit["row_id"] for hit in text.select(["row_id", "_score"]).to_list()])
     shutil.rmtree(copy, ignore_errors=True)
     indexes = table.list_indices()
     return {
@@ -71,6 +77,7 @@ def run_mode(table_dir: Path, version: int, mode: str, queries: int, scratch: Pa
         "fragments_after": len(dataset.get_fragments()),
         "segments_after": [(index["name"], len(index["fragment_ids"])) for index in dataset.list_indices()],
         "unindexed_after": {index.name: table.index_stats(index.name).num_unindexed_rows for index in indexes},
+        "vector_recall_at_10": round(sum(recall) / max(1, len(recall)), 4),
         "answers": answers,
     }  # fmt: skip
 
@@ -92,12 +99,16 @@ def main() -> None:
         return
     version = args.version or listed[-1]["version"]
     with tempfile.TemporaryDirectory(prefix="lancedb-upkeep-") as scratch:
-        runs = [run_mode(table_dir, version, mode, args.queries, Path(scratch)) for mode in ("optimize", "tidy")]
-    reference = runs[0]["answers"]
+        modes = ("as left", "optimize", "tidy")
+        runs = [run_mode(table_dir, version, mode, args.queries, Path(scratch)) for mode in modes]
+    reference = runs[1]["answers"]
     for run in runs:
-        run["same_answers"] = sum(a == b for a, b in zip(run.pop("answers"), reference, strict=True))
+        answers = run.pop("answers")
+        run["same_text_top10_as_optimize"] = sum(a == b for a, b in zip(answers, reference, strict=True))
+        same = run["same_text_top10_as_optimize"]
+        text = f", full-text top 10 as optimize's: {same}/{len(answers)}" if answers else ""
         print(f"{args.table} v{version} {run['mode']:>8}: {run['seconds']:8.2f} s, fragments {run['fragments_before']}"
-              f" -> {run['fragments_after']}, same top 10 as optimize: {run['same_answers']}/{args.queries}, "
+              f" -> {run['fragments_after']}, vector recall@10 {run['vector_recall_at_10']:.3f}{text}, "
               f"unindexed rows {run['unindexed_after']}")  # fmt: skip
     result = {"machine": machine(), "home": str(args.home), "table": args.table, "version": version, "runs": runs}
     if args.out:

@@ -30,7 +30,6 @@ from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.index_graph import EDGE_KINDS, assemble_graph
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
-from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
@@ -146,7 +145,8 @@ def _format_of(folder: Path) -> int | None:
 
 def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> dict[str, Any]:
     """The catalog's tables the index is made of: pandas frames, and the statements as an Arrow table (a million
-    rows at 10,000 notes, joined to their nodes by DuckDB and written back to it without a Python object each)."""
+    rows at 10,000 notes, joined to their nodes by DuckDB and written back to it without a Python object each; read
+    in no order, as the join puts them in the order search prefers)."""
     embedded = "SELECT doc_id FROM embedded_documents"
     return {
         "passages": _passages(catalog, embedded, body_terms),
@@ -164,7 +164,6 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> 
             SELECT doc_id, statement_id, subject, predicate, coalesce(label, predicate) AS label, object, role,
                    line_start, line_end
             FROM statements WHERE object_is_entity AND doc_id IN ({embedded})
-            ORDER BY doc_id, statement_id
             """
         ),
         "clusters": read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"),
@@ -284,10 +283,10 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
             ("superseded_decisions", graph["superseded"]),
             ("document_supersessions", graph["document_supersessions"]),
         ):
-            # Statements are read back in row order, which is the order a search prefers them in.
-            order = f" ORDER BY {PREFERENCE_ORDER}" if name == "edge_statements" else ""
+            # The statements come in the order a search prefers them in (``index_graph._statement_rows``), which
+            # is the order it reads them back in.
             with registered(db, "frame", frame):
-                db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame{order}")
+                db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
         db.execute("CREATE INDEX label_terms_term ON label_terms (term)")
     # The unique labels' vectors (copied from LanceDB's entity_labels, which stays the store of record) as a
     # plain matrix: one query against 12,492 labels took 17-100 ms through LanceDB's flat search and 1 ms as

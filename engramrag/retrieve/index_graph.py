@@ -31,6 +31,7 @@ from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
 from engramrag.retrieve.note_bm25 import NoteIndex
+from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.vault.dates import DocumentDate, document_date
 
 HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
@@ -199,26 +200,30 @@ def _mention_edges(
 
 
 def _statement_rows(statements: pa.Table, mentions: pd.DataFrame, passage_node: pd.Series) -> pa.Table:
-    """Statements between two different entity nodes of a listed note, with their nodes, in the order given: the
-    rows search reads to show why an edge exists. Joined by DuckDB over Arrow: at 10,000 notes a million statements
-    made into pandas rows, merged twice and written back to DuckDB cost more than the rest of the graph."""
+    """Statements between two different entity nodes of a listed note, with their nodes, in the order search
+    prefers them in (``statements.PREFERENCE_ORDER``, a total order): the rows search reads to show why an edge
+    exists. Joined by DuckDB over Arrow: at 10,000 notes a million statements made into pandas rows, merged twice
+    and written back to DuckDB cost more than the rest of the graph. The relation edges sum these rows' weights,
+    1 or ``analysis_edge_weight`` (0.5), whose float sums do not depend on the order."""
     node_of = mentions[["doc_id", "entity_key", "node"]].drop_duplicates(["doc_id", "entity_key"], keep="last")
     doc_nodes = pd.DataFrame({"doc_id": passage_node.index.to_numpy(dtype=object), "doc_node": passage_node.to_numpy()})
-    given = statements.select(STATEMENT_COLUMNS).append_column("position", pa.array(np.arange(len(statements))))
+    given = statements.select(STATEMENT_COLUMNS)
     columns = ", ".join(f"s.{name}" for name in STATEMENT_COLUMNS if not name.startswith("line_"))
     with duckdb.connect() as db:
         for name, frame in (("given", given), ("node_of", _decoded(node_of)), ("doc_nodes", doc_nodes)):
             db.register(name, frame)
         return db.sql(
             f"""
-            SELECT subject_node.node::BIGINT AS src, object_node.node::BIGINT AS dst, d.doc_node::BIGINT AS doc_node,
-                   {columns}, s.line_start::BIGINT AS line_start, s.line_end::BIGINT AS line_end
-            FROM given s
-            JOIN node_of subject_node ON subject_node.doc_id = s.doc_id AND subject_node.entity_key = s.subject
-            JOIN node_of object_node ON object_node.doc_id = s.doc_id AND object_node.entity_key = s.object
-            JOIN doc_nodes d ON d.doc_id = s.doc_id
-            WHERE subject_node.node <> object_node.node
-            ORDER BY s.position
+            SELECT * FROM (
+                SELECT subject_node.node::BIGINT AS src, object_node.node::BIGINT AS dst,
+                       d.doc_node::BIGINT AS doc_node, {columns}, s.line_start::BIGINT AS line_start,
+                       s.line_end::BIGINT AS line_end
+                FROM given s
+                JOIN node_of subject_node ON subject_node.doc_id = s.doc_id AND subject_node.entity_key = s.subject
+                JOIN node_of object_node ON object_node.doc_id = s.doc_id AND object_node.entity_key = s.object
+                JOIN doc_nodes d ON d.doc_id = s.doc_id
+                WHERE subject_node.node <> object_node.node
+            ) ORDER BY {PREFERENCE_ORDER}
             """
         ).to_arrow_table().combine_chunks()
 
