@@ -25,7 +25,7 @@ from engramrag.catalog.connection import catalog_writer, insert_frame, read_fram
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.lifecycle.freshness import code_version
-from engramrag.resolve.blocking import blocked_pairs, surface_pairs
+from engramrag.resolve.blocking import blocked_pairs, pair_rows, surface_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
@@ -120,16 +120,16 @@ def refresh_candidates(
     surface = kept_surface.pairs() if kept_surface is not None else surface_pairs(table, candidate_config)
     if kept_surface is None:
         SurfacePairs.of(surface, surface_key).save(home.resolution_path)  # a function of its fingerprint alone
-    blocked = sorted(blocked_pairs(table, candidate_config, lists, surface).items())
-    left = np.fromiter((i for (i, _j), _edit in blocked), dtype=np.int64, count=len(blocked))
-    right = np.fromiter((j for (_i, j), _edit in blocked), dtype=np.int64, count=len(blocked))
+    blocked = blocked_pairs(table, candidate_config, lists, surface)
+    left, right = pair_rows(blocked)
     with_vectors = table.vectors is not None and table.has_vector is not None
     vectors_seen = vector_digests(table.vectors, table.has_vector) if with_vectors else [""] * len(table.keys)
     digests = key_digests(table, vectors_seen, update.inputs)
     settings = _scoring_settings(candidate_config, judge)
     previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))
     plan = plan_scoring(previous, table.keys, digests, left, right, settings, whole)
-    scored = [blocked[p] for p in np.flatnonzero(plan.score).tolist()]
+    scored = [((i, j), blocked[i, j]) for i, j in zip(left[plan.score].tolist(), right[plan.score].tolist(),
+                                                      strict=True)]  # fmt: skip
     asked = None if plan.whole else {table.keys[k] for (i, j), _ in scored for k in (i, j)}
     with catalog_writer(home, config.bucket_count) as catalog:
         known = _known_evidence(catalog, asked)
