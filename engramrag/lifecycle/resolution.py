@@ -120,10 +120,10 @@ def refresh_candidates(
     surface = kept_surface.pairs() if kept_surface is not None else surface_pairs(table, candidate_config)
     if kept_surface is None:
         SurfacePairs.of(surface, surface_key).save(home.resolution_path)  # a function of its fingerprint alone
-    blocked = blocked_pairs(table, candidate_config, lists, surface)
-    left, right = pair_rows(blocked)
     with_vectors = table.vectors is not None and table.has_vector is not None
     vectors_seen = vector_digests(table.vectors, table.has_vector) if with_vectors else [""] * len(table.keys)
+    blocked = blocked_pairs(table, candidate_config, lists, surface, vectors_seen)
+    left, right = pair_rows(blocked)
     digests = key_digests(table, vectors_seen, update.inputs)
     settings = _scoring_settings(candidate_config, judge)
     previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))

@@ -40,10 +40,12 @@ def blocked_pairs(
     config: CandidateConfig,
     lists: ListCache | None = None,
     surface: dict[tuple[int, int], float | None] | None = None,
+    digests: list[str] | None = None,
 ) -> dict[tuple[int, int], float | None]:
     """Every pair some index proposes -> its edit similarity when the edit index computed it already. ``lists``:
     the embedding lists of the previous run (``previous``), and where this run's are left (``update``).
-    ``surface``: the pairs of ``surface_pairs`` for this table's keys when known (``resolve.surface_pairs``)."""
+    ``surface``: the pairs of ``surface_pairs`` for this table's keys when known (``resolve.surface_pairs``).
+    ``digests``: the keys' ``vector_digests`` when the caller has them."""
     pairs = dict(surface_pairs(table, config) if surface is None else surface)
     add = _adder(pairs)
     by_compact = _by_compact(table)
@@ -57,7 +59,7 @@ def blocked_pairs(
     for group in owners.values():
         _add_all(group, add)
     if table.vectors is not None and table.has_vector is not None:
-        for a, b in _embedding_pairs(table, config, lists):
+        for a, b in _embedding_pairs(table, config, lists, digests):
             add(a, b)
     return pairs
 
@@ -219,12 +221,14 @@ def _character_counts(forms: list[str]) -> sparse.csr_matrix:
     return _incidence(rows, cols, len(forms), len(ids))  # duplicate entries add up to counts
 
 
-def _embedding_pairs(table: KeyTable, config: CandidateConfig, lists: ListCache | None) -> set[tuple[int, int]]:
+def _embedding_pairs(
+    table: KeyTable, config: CandidateConfig, lists: ListCache | None, digests: list[str] | None
+) -> set[tuple[int, int]]:
     settings = search_settings(config, table.vectors.shape[1])
     if settings is None:
         return set()
     searched = searched_vectors(table.vectors, table.has_vector, settings)
-    digests = vector_digests(table.vectors, table.has_vector)
+    digests = digests if digests is not None else vector_digests(table.vectors, table.has_vector)
     update = update_lists(lists.previous if lists else None, table.keys, digests, searched, settings)
     if lists is not None:
         lists.update = update
