@@ -535,3 +535,26 @@ def test_mentions_number_only_the_labels_held_whether_given_as_text_or_as_catego
     assert keys == category_keys == ["falcon", "postgresql"]  # "!!!" normalises to nothing, "Ghost" is held by none
     assert as_text["node"].tolist() == as_categories["node"].tolist() == [0, 1, 1, 0, 1]
     assert as_categories["label"].astype(str).tolist() == as_text["label"].astype(str).tolist()
+
+
+def test_whole_note_bm25_scores_on_arrays_are_bm25s_own_to_the_bit() -> None:
+    import bm25s
+    import numpy as np
+
+    from engramrag.retrieve.note_bm25 import NoteIds, _ArrayScoredBM25
+
+    generator = np.random.default_rng(3)
+    vocabulary = 300
+    # Notes of very different lengths, repeated terms, an empty note and a term no note holds.
+    notes = [np.sort(generator.zipf(1.3, size=int(length)) % (vocabulary - 1)) for length in
+             generator.integers(0, 400, size=250)]  # fmt: skip
+    notes[7] = np.zeros(0, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(n) for n in notes])]).astype(np.int64)
+    ids = np.concatenate(notes).astype(np.uint16)
+    unique = list(range(vocabulary))
+    own = bm25s.BM25(csc_backend="scipy").build_index_from_ids(unique, [n.tolist() for n in notes], False)
+    arrays = _ArrayScoredBM25(csc_backend="scipy").build_index_from_ids(unique, NoteIds(ids, offsets), False)
+    assert arrays["num_docs"] == own["num_docs"] == 250
+    for name in ("data", "indices", "indptr"):
+        assert arrays[name].dtype == own[name].dtype and np.array_equal(arrays[name], own[name]), name
+    assert own["data"].size > 10_000  # the comparison covered many (note, term) scores

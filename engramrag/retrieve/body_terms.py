@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -43,11 +42,6 @@ class Tokens:
 
     def words(self, note: int) -> list[str]:
         return [self.vocab[i] for i in self.ids[self.offsets[note] : self.offsets[note + 1]].tolist()]
-
-    def id_lists(self) -> list[list[int]]:
-        flat = self.ids.tolist()
-        bounds = self.offsets.tolist()
-        return [flat[start:end] for start, end in pairwise(bounds)]
 
     def document_frequency(self) -> np.ndarray:
         """How many notes hold each vocabulary entry (ids are sorted within a note, so a note's first

@@ -15,14 +15,18 @@ the vault cannot answer.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import bm25s
 import numpy as np
+import scipy.sparse as sp
 import Stemmer
 
 from engramrag.embed.tokens import is_cjk, word_runs
@@ -48,7 +52,71 @@ KOREAN_QUESTION_ENDINGS = (
 def _model() -> bm25s.BM25:
     """An empty ``bm25s`` model. Its sparse matrix is assembled by scipy (bm25s's ``csc_backend`` option): the same
     arrays as its numpy default, 7 s sooner at 100,000 notes (profiled)."""
-    return bm25s.BM25(csc_backend="scipy")
+    return _ArrayScoredBM25(csc_backend="scipy")
+
+
+@dataclass(frozen=True)
+class NoteIds:
+    """Each note's token ids, sorted within the note: note ``i`` holds ``ids[offsets[i]:offsets[i + 1]]`` (the form
+    ``body_terms.Tokens`` keeps them in)."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+
+
+@dataclass(frozen=True)
+class _IdCorpus:
+    """A corpus as ``bm25s.BM25.index`` takes an object: ``ids`` per note and the ``vocab`` (term -> id)."""
+
+    ids: NoteIds
+    vocab: dict[str, int]
+
+
+class _ArrayScoredBM25(bm25s.BM25):
+    """``bm25s``'s model, with the score matrix of notes given as :class:`NoteIds` computed on whole arrays.
+
+    ``build_index_from_ids`` is the step bm25s documents for overriding ("if you want to build the index in a
+    different way"). Its own version loops over the notes in Python (a ``Counter`` and a few small arrays per note:
+    12 of the 15 s of the whole-note BM25 at 100,000 notes); this one takes each note's term counts from the runs
+    of its sorted ids and scores every (note, term) at once, with the same arithmetic in the same float types
+    (Lucene's variant, bm25s's default), so the arrays are those bm25s computes, to the bit
+    (``tests/test_retrieval_units.py`` compares them). Anything else goes to bm25s's own loop."""
+
+    def build_index_from_ids(self, unique_token_ids, corpus_token_ids, show_progress=True, leave_progress=False):
+        arrays = isinstance(corpus_token_ids, NoteIds) and len(corpus_token_ids.offsets) > 1
+        if not arrays or (self.method, self.idf_method, self.csc_backend) != ("lucene", "lucene", "scipy"):
+            if isinstance(corpus_token_ids, NoteIds):
+                corpus_token_ids = _id_lists(corpus_token_ids)
+            return super().build_index_from_ids(unique_token_ids, corpus_token_ids, show_progress, leave_progress)
+        self.nonoccurrence_array = None
+        ids = corpus_token_ids.ids.astype(np.int64)
+        lengths = np.diff(corpus_token_ids.offsets.astype(np.int64))
+        notes, vocabulary = len(lengths), len(unique_token_ids)
+        average_length = lengths.mean()
+        note_of = np.repeat(np.arange(notes, dtype=np.int64), lengths)
+        starts = np.ones(len(ids), dtype=bool)
+        starts[1:] = (ids[1:] != ids[:-1]) | (note_of[1:] != note_of[:-1])
+        first = np.flatnonzero(starts)
+        term_frequency = np.diff(np.append(first, len(ids))).astype(self.dtype)
+        term, note = ids[first], note_of[first]
+        document_frequency = np.bincount(term, minlength=vocabulary)
+        idf = np.zeros(vocabulary, dtype=self.dtype)
+        for count in np.unique(document_frequency[document_frequency > 0]).tolist():
+            # math.log per distinct frequency, as bm25s computes it per term (numpy's log may differ in the last bit)
+            idf[document_frequency == count] = math.log(1 + (notes - count + 0.5) / (count + 0.5))
+        k1, b = self.k1, self.b
+        saturation = term_frequency / (k1 * ((1 - b) + b * lengths[note] / average_length) + term_frequency)
+        scores = (idf[term] * saturation).astype(self.dtype)
+        matrix = sp.csc_matrix(
+            (scores, (note.astype(self.int_dtype), term.astype(self.int_dtype))),
+            shape=(notes, vocabulary), dtype=self.dtype,
+        )  # fmt: skip
+        return {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "num_docs": notes}
+
+
+def _id_lists(notes: NoteIds) -> list[list[int]]:
+    flat, bounds = notes.ids.tolist(), notes.offsets.tolist()
+    return [flat[start:end] for start, end in pairwise(bounds)]
 
 
 @lru_cache(maxsize=1)
@@ -120,7 +188,8 @@ class NoteIndex:
         if not len(stems.ids):
             return cls(None, frequency, stems.notes)
         model = _model()
-        model.index((stems.id_lists(), {stem: number for number, stem in enumerate(stems.vocab)}), show_progress=False)
+        vocab = {stem: number for number, stem in enumerate(stems.vocab)}
+        model.index(_IdCorpus(NoteIds(stems.ids, stems.offsets), vocab), show_progress=False)
         return cls(model, frequency, stems.notes)
 
     def save(self, folder: Path) -> None:
