@@ -53,8 +53,8 @@ def document_embeddings(
 )
 def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> dg.MaterializeResult:
     embedder = engram.make_embedder()
-    summary = build_retrieval_index(engram.home_dir(), engram.vault_config(), embedder)
     consistency = is_consistency_pass(context)
+    summary = build_retrieval_index(engram.home_dir(), engram.vault_config(), embedder, derive_all=consistency)
     optimised: dict[str, str] = {}
     if summary.rebuilt or consistency:
         from engramrag.vectors.lancedb_store import VectorStore
@@ -71,6 +71,8 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "neighbours_kept": summary.neighbours_kept,
             "notes_cut": summary.notes_cut,
             "notes_reused": summary.notes_reused,
+            "statements_joined_notes": summary.statements_joined_notes,
+            "statements_kept_notes": summary.statements_kept_notes,
             "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}

@@ -47,12 +47,25 @@ from pathlib import Path
 import duckdb, numpy as np
 before, after = Path(sys.argv[1]), Path(sys.argv[2])
 different = []
+# The rows search reads behind the edges, by value: a table of index.duckdb before format 13, a file since.
+EDGE_STATEMENTS = ("SELECT src::BIGINT, dst::BIGINT, doc_node::BIGINT, doc_id::VARCHAR, statement_id, "
+                   "subject::VARCHAR, predicate::VARCHAR, label::VARCHAR, object::VARCHAR, role::VARCHAR, "
+                   "line_start::BIGINT, line_end::BIGINT FROM {} WHERE src <> dst")
+def edge_statements(folder, db):
+    if (folder / "edge_statements.arrow").exists():
+        import pyarrow as pa, pyarrow.ipc as ipc
+        rows = ipc.open_file(pa.memory_map(str(folder / "edge_statements.arrow"))).read_all()
+        return duckdb.sql(EDGE_STATEMENTS.format("rows")).to_arrow_table()
+    return db.sql(EDGE_STATEMENTS.format("edge_statements") + " ORDER BY rowid").to_arrow_table()
 with duckdb.connect(str(before / "index.duckdb"), read_only=True) as a, \\
         duckdb.connect(str(after / "index.duckdb"), read_only=True) as b:
-    for (name,) in a.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
+    tables = "SELECT table_name FROM information_schema.tables WHERE table_name <> 'edge_statements' ORDER BY 1"
+    for (name,) in a.execute(tables).fetchall():
         query = f"SELECT * FROM {name} ORDER BY rowid"
         if not a.sql(query).to_arrow_table().equals(b.sql(query).to_arrow_table()):
             different.append(name)
+    if not edge_statements(before, a).equals(edge_statements(after, b)):
+        different.append("edge_statements")
 for name in ("graph.npz", "neighbours.npz", "entity_vectors.npy", "entity_density.npy"):
     x, y = np.load(before / name), np.load(after / name)
     pairs = [(x[k], y[k]) for k in x.files] if name.endswith(".npz") else [(x, y)]

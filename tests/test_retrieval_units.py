@@ -506,8 +506,52 @@ def test_graph_assembly_sums_repeated_edges_and_keeps_the_first_wording_among_eq
     for key, weight in expected.items():
         assert edges[key] == pytest.approx(weight, rel=1e-6)
     rows = graph["edge_statements"]
-    assert rows.column("statement_id").to_pylist() == ["s1", "s4"]
-    assert [rows.column(end).to_pylist() for end in ("src", "dst", "doc_node")] == [[0, 0], [1, 1], [2, 3]]
+    # s2 joins two labels the overlay merged: kept (a later verdict may split them), within one node, so no edge.
+    assert rows.column("statement_id").to_pylist() == ["s1", "s2", "s4"]
+    assert [rows.column(end).to_pylist() for end in ("src", "dst", "doc_node")] == [[0, 1, 0], [1, 1, 1], [2, 2, 3]]
+    assert rows.column("subject_key").to_pylist() == ["falcon", "postgresql", "falcon"]
+    assert rows.column("object_key").to_pylist() == ["postgresql", "postgres", "postgresql"]
+
+
+def test_kept_statement_rows_renumbered_equal_rows_joined_afresh() -> None:
+    """An index build joins only the changed notes' statements and renumbers the kept rows of the others; after a
+    new entity, a split cluster and a changed note, the rows and edges are those of joining every note."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from engramrag.retrieve.config import IndexConfig
+    from engramrag.retrieve.index_graph import assemble_graph
+
+    vectors = {label: np.array([1.0, float(i)]) for i, label in
+               enumerate(["Falcon", "PostgreSQL", "Postgres", "falcon", "Aardvark"])}  # fmt: skip
+    first = assemble_graph(_graph_tables(), vectors, IndexConfig())
+    later = _graph_tables()
+    # Note a changes: a new entity sorting before the others (every node number moves) with a statement; the
+    # overlay no longer joins "Postgres" to "PostgreSQL", so b's kept row renumbers and a's s2 becomes an edge.
+    later["entities"] = pd.concat([later["entities"], pd.DataFrame(
+        [("a", "aard", "Aardvark", "Animal", 1)], columns=later["entities"].columns)], ignore_index=True)  # fmt: skip
+    added = pa.table({name: pa.array([value]) for name, value in zip(
+        later["statements"].column_names, ["a", "s0", "aard", "uses", "uses", "pg", "assertion", 3, 3], strict=True)})
+    later["statements"] = pa.concat_tables([later["statements"], added.cast(later["statements"].schema)])
+    later["clusters"] = pd.DataFrame({"entity_key": [], "cluster_key": []}, dtype=object)
+    whole = assemble_graph(later, vectors, IndexConfig())
+    kept_b = first["edge_statements"].filter(pc.equal(first["edge_statements"].column("doc_id"), "b"))
+    incremental = assemble_graph(
+        {**later, "statements": later["statements"].filter(pc.equal(later["statements"].column("doc_id"), "a")),
+         "joined_documents": {"a"}, "kept_statements": kept_b},
+        vectors, IndexConfig(),
+    )  # fmt: skip
+
+    def plain(rows: pa.Table) -> list[dict]:
+        return rows.cast(pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+                                    for f in rows.schema])).to_pylist()  # fmt: skip
+
+    assert plain(incremental["edge_statements"]) == plain(whole["edge_statements"])
+    assert plain(whole["edge_statements"]) != plain(first["edge_statements"])
+    assert whole["edge_statements"].column("statement_id").to_pylist() == ["s0", "s1", "s2", "s4"]
+    for name in ("edge_src", "edge_dst", "edge_kind", "edge_weight"):
+        assert np.array_equal(incremental[name], whole[name]), name
 
 
 def test_graph_assembly_refuses_an_entity_without_a_stored_vector() -> None:
@@ -558,3 +602,33 @@ def test_whole_note_bm25_scores_on_arrays_are_bm25s_own_to_the_bit() -> None:
     for name in ("data", "indices", "indptr"):
         assert arrays[name].dtype == own[name].dtype and np.array_equal(arrays[name], own[name]), name
     assert own["data"].size > 10_000  # the comparison covered many (note, term) scores
+
+
+@pytest.mark.parametrize("placed_by_search", [0, 5_000])
+def test_merged_statement_rows_are_in_preference_order(monkeypatch: pytest.MonkeyPatch, placed_by_search: int) -> None:
+    """Kept rows and newly joined rows of other notes, merged by binary search or by a sort, in the order a full
+    sort gives (asserted first, then statement id, then document)."""
+    import pyarrow as pa
+
+    from engramrag.retrieve import edge_statements
+
+    monkeypatch.setattr(edge_statements, "PLACED_BY_SEARCH", placed_by_search)
+    generator = np.random.default_rng(5)
+    size = 600
+    documents = [f"doc{d:02d}" for d in generator.integers(0, 30, size)]
+    rows = pa.table({
+        "doc_id": documents,
+        "statement_id": [f"{s:04x}" for s in generator.integers(0, 200, size)],  # shared ids across notes
+        "subject": ["a"] * size, "predicate": ["p"] * size, "label": ["l"] * size, "object": ["b"] * size,
+        "role": generator.choice(["assertion", "analysis", "cooccurrence"], size).tolist(),
+        "line_start": pa.array(np.arange(size), pa.int32()), "line_end": pa.array(np.arange(size), pa.int32()),
+        "subject_key": ["a"] * size, "object_key": ["b"] * size,
+    })  # fmt: skip
+    rows = edge_statements._encoded(rows)
+    rows = rows.take(edge_statements._preference_order(rows))
+    changed = {f"doc{d:02d}" for d in range(0, 30, 4)}
+    in_changed = np.array([d in changed for d in rows.column("doc_id").to_pylist()])
+    kept, joined = rows.filter(pa.array(~in_changed)), rows.filter(pa.array(in_changed))
+    assert kept.num_rows > 300 and joined.num_rows > 50
+    merged = edge_statements.merged_rows(kept, joined)
+    assert merged.column("line_start").to_pylist() == rows.column("line_start").to_pylist()

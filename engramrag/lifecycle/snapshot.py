@@ -91,6 +91,8 @@ def _quad_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
+    from engramrag.retrieve.edge_statements import ROWS_FILE
+    from engramrag.retrieve.edge_statements import read_rows as read_statements
     from engramrag.retrieve.index_graph import EDGE_KINDS
     from engramrag.retrieve.note_bm25 import NoteIndex
     from engramrag.retrieve.published_index import current_index
@@ -117,6 +119,11 @@ def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
             (name[int(s)], name[int(d)], EDGE_KINDS[int(k)], round(float(w), 5))
             for s, d, k, w in zip(graph["src"], graph["dst"], graph["kind"], graph["weight"], strict=True)
         ]
+    statements = [
+        (name[row["src"]], name[row["dst"]], row["doc_id"], row["statement_id"], row["predicate"], row["label"],
+         row["role"], row["line_start"], row["line_end"], row["subject_key"], row["object_key"])
+        for row in read_statements(Path(folder) / ROWS_FILE).to_pylist()
+    ]  # every kept row, also those within one node: an incremental build must keep what a full one joins
     notes = NoteIndex.load(Path(folder))
     path_of = [row[2] for row in sorted(passages)]  # note i is the i-th passage node
     note_scores = []  # (note, stem, BM25): the whole-note index's every nonzero score, by the note's path
@@ -131,6 +138,7 @@ def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
         "index.term_idf": sorted(idf),
         "index.label_terms": sorted(terms),
         "index.edges": sorted(edges),
+        "index.edge_statements": sorted(statements),
     }
 
 

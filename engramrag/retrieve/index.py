@@ -69,7 +69,7 @@ class RetrievalIndex:
         db = duckdb.connect(str(folder / "index.duckdb"), read_only=True)
         vectors = np.load(folder / ENTITY_VECTORS, mmap_mode="r")
         density = np.load(folder / ENTITY_DENSITY)
-        statements = StatementTable.load(db, entity_count)
+        statements = StatementTable.load(folder, entity_count)
         specificity = np.asarray(
             [value for (value,) in db.execute("SELECT specificity FROM entity_nodes ORDER BY node").fetchall()],
             dtype=np.float64,

@@ -27,6 +27,8 @@ from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import BodyTerms
 from engramrag.retrieve.config import IndexConfig
+from engramrag.retrieve.edge_statements import KeptStatements, source_digests
+from engramrag.retrieve.edge_statements import save as save_statements
 from engramrag.retrieve.index_graph import EDGE_KINDS, assemble_graph
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
@@ -50,12 +52,17 @@ class IndexSummary:
     neighbours_kept: int = 0  # labels whose lists were kept from the previous index (only new labels compared)
     notes_cut: int = 0  # notes whose text was cut into terms (new or changed since the previous index)
     notes_reused: int = 0  # notes whose terms were read from the previous index
+    statements_joined_notes: int = 0  # notes whose statements were joined to their nodes (new or changed)
+    statements_kept_notes: int = 0  # notes whose statement rows were kept from the previous index
 
 
 def build_retrieval_index(
-    home: Home, config: VaultConfig, embedder: Embedder, index_config: IndexConfig | None = None, force: bool = False
+    home: Home, config: VaultConfig, embedder: Embedder, index_config: IndexConfig | None = None, force: bool = False,
+    derive_all: bool = False,
 ) -> IndexSummary:
-    """Rebuild the index when the embedded documents (or the settings) changed since the current one."""
+    """Rebuild the index when the embedded documents (or the settings) changed since the current one (``force``:
+    even when they did not). ``derive_all`` (the consistency pass): every note's statements are joined again,
+    none kept from the previous index."""
     index_config = index_config or IndexConfig()
     started = time.perf_counter()
     with catalog_writer(home, config.bucket_count) as catalog:
@@ -69,8 +76,9 @@ def build_retrieval_index(
                 )
         progress = Progress("retrieval index", 4, every=1, min_interval_s=0.0)
         # A change to how notes are cut into terms bumps FORMAT, so cached terms are never read across it.
-        body_terms = BodyTerms.load(current if current and _format_of(current) == FORMAT else None)
-        tables = _read_catalog(catalog, body_terms)
+        same_format = current if current and _format_of(current) == FORMAT else None
+        body_terms = BodyTerms.load(same_format)
+        tables = _read_catalog(catalog, body_terms, None if derive_all else KeptStatements.load(same_format))
     progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
     progress.advance()
@@ -104,6 +112,7 @@ def build_retrieval_index(
     return IndexSummary(
         version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started,
         update.recomputed, update.kept, body_terms.cut, body_terms.reused,
+        statements_joined_notes=len(tables["joined_documents"]), statements_kept_notes=tables["kept_documents"],
     )
 
 
@@ -143,13 +152,32 @@ def _format_of(folder: Path) -> int | None:
     return json.loads((folder / "manifest.json").read_text()).get("format")
 
 
-def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> dict[str, Any]:
-    """The catalog's tables the index is made of: pandas frames, and the statements as an Arrow table (a million
-    rows at 10,000 notes, joined to their nodes by DuckDB and written back to it without a Python object each; read
-    in no order, as the join puts them in the order search prefers)."""
+def _read_catalog(
+    catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms, kept: KeptStatements | None
+) -> dict[str, Any]:
+    """The catalog's tables the index is made of: pandas frames, and the statements of the notes whose rows are not
+    ``kept`` as an Arrow table (read in no order, as the join puts them in the order search prefers)."""
     embedded = "SELECT doc_id FROM embedded_documents"
+    passages = _passages(catalog, embedded, body_terms)
+    sources = source_digests(catalog, f"SELECT doc_id FROM documents WHERE NOT gone AND doc_id IN ({embedded})")
+    unchanged = kept.unchanged(sources) if kept is not None else set()
+    joined = pd.DataFrame({"doc_id": sorted(set(sources) - unchanged)}, dtype=object)
+    with registered(catalog, "joined_documents", joined):
+        statements = read_arrow(
+            catalog,
+            """
+            SELECT doc_id, statement_id, subject, predicate, coalesce(label, predicate) AS label, object, role,
+                   line_start, line_end
+            FROM statements WHERE object_is_entity AND doc_id IN (SELECT doc_id FROM joined_documents)
+            """,
+        )
     return {
-        "passages": _passages(catalog, embedded, body_terms),
+        "passages": passages,
+        "statements": statements,
+        "joined_documents": set(joined["doc_id"]),
+        "kept_statements": kept.of(unchanged) if kept is not None else None,
+        "kept_documents": len(unchanged),
+        "statement_sources": sources,
         "entities": _with_categories(
             read_arrow(
                 catalog,
@@ -157,14 +185,6 @@ def _read_catalog(catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms) -> 
                 "ORDER BY doc_id, entity_key",
             ),
             ("doc_id", "entity_key", "label", "kind"),
-        ),
-        "statements": read_arrow(
-            catalog,
-            f"""
-            SELECT doc_id, statement_id, subject, predicate, coalesce(label, predicate) AS label, object, role,
-                   line_start, line_end
-            FROM statements WHERE object_is_entity AND doc_id IN ({embedded})
-            """
         ),
         "clusters": read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"),
         "supersessions": read_frame(
@@ -272,19 +292,15 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
         ["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end", "valid_from",
          "valid_from_source"]
     ]
-    edge_statements = graph["edge_statements"]
     with duckdb.connect(str(folder / "index.duckdb")) as db:
         for name, frame in (
             ("entity_nodes", nodes),
             ("passage_nodes", passages),
             ("label_terms", label_terms),
             ("term_idf", idf),
-            ("edge_statements", edge_statements),
             ("superseded_decisions", graph["superseded"]),
             ("document_supersessions", graph["document_supersessions"]),
         ):
-            # The statements come in the order a search prefers them in (``index_graph._statement_rows``), which
-            # is the order it reads them back in.
             with registered(db, "frame", frame):
                 db.execute(f"CREATE TABLE {name} AS SELECT * FROM frame")
         db.execute("CREATE INDEX label_terms_term ON label_terms (term)")
@@ -297,3 +313,5 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder) -> None:
     found = graph["neighbours"].neighbours
     np.savez(folder / NEIGHBOURS, indices=found.indices, similarities=found.similarities)
     graph["notes"].save(folder)
+    # In the order a search prefers them in (``index_graph._statement_rows``), which is the order it reads them in.
+    save_statements(folder, graph["edge_statements"], graph["statement_sources"])

@@ -18,20 +18,18 @@ import json
 import math
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.retrieve.body_terms import BodyTerms, Tokens
 from engramrag.retrieve.config import IndexConfig
+from engramrag.retrieve.edge_statements import joined_rows, merged_rows, numbered, per_value
 from engramrag.retrieve.lexical import term_idf, terms
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
 from engramrag.retrieve.note_bm25 import NoteIndex
-from engramrag.retrieve.statements import PREFERENCE_ORDER
 from engramrag.vault.dates import DocumentDate, document_date
 
 HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
@@ -39,9 +37,6 @@ HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower
 # Edge kinds, as stored in graph.npz.
 MENTION, RELATION, HIERARCHY, SYNONYM = 0, 1, 2, 3
 EDGE_KINDS = {MENTION: "mention", RELATION: "relation", HIERARCHY: "hierarchy", SYNONYM: "synonym"}
-
-STATEMENT_COLUMNS = ["doc_id", "statement_id", "subject", "predicate", "label", "object", "role", "line_start",
-                     "line_end"]  # fmt: skip
 
 
 def assemble_graph(
@@ -72,12 +67,12 @@ def assemble_graph(
     matrix = _node_vectors(mentions, label_vectors, node_keys, entity_count)
 
     mention_lo, mention_hi, mention_weight = _mention_edges(in_passage, specificity, config)
-    statement_rows = _statement_rows(tables["statements"], mentions, passage_node)
-    hierarchy = pc.is_in(statement_rows.column("predicate"), value_set=pa.array(sorted(HIERARCHY_PREDICATES)))
-    relation_kind = np.where(hierarchy.to_numpy(zero_copy_only=False), HIERARCHY, RELATION)
-    asserted = pc.equal(statement_rows.column("role"), "assertion").to_numpy(zero_copy_only=False)
+    statement_rows = _statement_rows(tables, mentions, node_keys, tables["clusters"], passage_node)
+    hierarchy = per_value(statement_rows.column("predicate"), HIERARCHY_PREDICATES.__contains__, bool)
+    relation_kind = np.where(hierarchy, HIERARCHY, RELATION)
+    asserted = per_value(statement_rows.column("role"), "assertion".__eq__, bool)
     relation_weight = np.where(asserted, 1.0, config.analysis_edge_weight)
-    subject, obj = (statement_rows.column(end).to_numpy() for end in ("src", "dst"))
+    subject, obj = (statement_rows.column(end).to_numpy().astype(np.int64) for end in ("src", "dst"))
 
     k = max(config.synonym_neighbours, config.density_neighbours)
     if previous is not None:
@@ -127,6 +122,7 @@ def assemble_graph(
         "edge_kind": kind.astype(np.int8),
         "edge_weight": weight.astype(np.float32),
         "edge_statements": statement_rows,
+        "statement_sources": tables.get("statement_sources", {}),
         "term_lists": term_lists,
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
@@ -199,44 +195,24 @@ def _mention_edges(
     return nodes, in_passage["passage"].to_numpy(dtype=np.int64), weight
 
 
-def _statement_rows(statements: pa.Table, mentions: pd.DataFrame, passage_node: pd.Series) -> pa.Table:
-    """Statements between two different entity nodes of a listed note, with their nodes, in the order search
-    prefers them in (``statements.PREFERENCE_ORDER``, a total order): the rows search reads to show why an edge
-    exists. Joined by DuckDB over Arrow: at 10,000 notes a million statements made into pandas rows, merged twice
-    and written back to DuckDB cost more than the rest of the graph. The relation edges sum these rows' weights,
-    1 or ``analysis_edge_weight`` (0.5), whose float sums do not depend on the order."""
-    node_of = mentions[["doc_id", "entity_key", "node"]].drop_duplicates(["doc_id", "entity_key"], keep="last")
-    doc_nodes = pd.DataFrame({"doc_id": passage_node.index.to_numpy(dtype=object), "doc_node": passage_node.to_numpy()})
-    given = statements.select(STATEMENT_COLUMNS)
-    columns = ", ".join(f"s.{name}" for name in STATEMENT_COLUMNS if not name.startswith("line_"))
-    with duckdb.connect() as db:
-        for name, frame in (("given", given), ("node_of", _decoded(node_of)), ("doc_nodes", doc_nodes)):
-            db.register(name, frame)
-        return db.sql(
-            f"""
-            SELECT * FROM (
-                SELECT subject_node.node::BIGINT AS src, object_node.node::BIGINT AS dst,
-                       d.doc_node::BIGINT AS doc_node, {columns}, s.line_start::BIGINT AS line_start,
-                       s.line_end::BIGINT AS line_end
-                FROM given s
-                JOIN node_of subject_node ON subject_node.doc_id = s.doc_id AND subject_node.entity_key = s.subject
-                JOIN node_of object_node ON object_node.doc_id = s.doc_id AND object_node.entity_key = s.object
-                JOIN doc_nodes d ON d.doc_id = s.doc_id
-                WHERE subject_node.node <> object_node.node
-            ) ORDER BY {PREFERENCE_ORDER}
-            """
-        ).to_arrow_table().combine_chunks()
-
-
-def _decoded(frame: pd.DataFrame) -> pa.Table:
-    """The frame as an Arrow table of plain strings where it has categories: DuckDB takes a pandas category as an
-    ENUM, and a join of an ENUM of 500,000 entity keys with text took 6.6 s and 7.6 GB at 10,000 notes (0.6 s and
-    160 MB with the strings)."""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    return pa.table({
-        name: pc.cast(column, pa.string()) if pa.types.is_dictionary(column.type) else column
-        for name, column in zip(table.column_names, table.columns, strict=True)
-    })  # fmt: skip
+def _statement_rows(
+    tables: dict[str, Any], mentions: pd.DataFrame, node_keys: list[str], clusters: pd.DataFrame,
+    passage_node: pd.Series,
+) -> pa.Table:
+    """Statements between two entities of a listed note, numbered, in the order search prefers them in
+    (``edge_statements.PREFERENCE_ORDER``): the rows search reads to show why an edge exists. The statements of the
+    notes in ``tables["joined_documents"]`` (every listed note when absent) are joined to their ends here; the rows
+    of the others are ``tables["kept_statements"]``, kept from the previous index (``edge_statements``). The
+    relation edges sum these rows' weights, 1 or ``analysis_edge_weight`` (0.5), whose float sums do not depend on
+    the order; a row within one node adds no edge."""
+    listed = set(passage_node.index.tolist())
+    joined = joined_rows(tables["statements"], mentions, set(tables.get("joined_documents", listed)) & listed)
+    kept = tables.get("kept_statements")
+    rows = merged_rows(kept, joined) if kept is not None else joined
+    cluster_of = dict(zip(clusters["entity_key"].tolist(), clusters["cluster_key"].tolist(), strict=True))
+    number = {key: node for node, key in enumerate(node_keys)}
+    return numbered(rows, lambda stable: number.get(cluster_of.get(stable, stable), -1),
+                    dict(zip(passage_node.index.tolist(), passage_node.tolist(), strict=True)))  # fmt: skip
 
 
 def _summed_edges(

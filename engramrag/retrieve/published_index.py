@@ -17,7 +17,7 @@ from engramrag.embed.base import Embedder
 from engramrag.retrieve.config import IndexConfig
 from engramrag.store import Home
 
-FORMAT = 12
+FORMAT = 13
 CURRENT = "CURRENT"
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-# The order edge_statements is written in (index_build) and read back in.
-PREFERENCE_ORDER = "role <> 'assertion', statement_id, doc_id"
+from engramrag.retrieve.edge_statements import per_value, read_for_search
 
 
 @dataclass
@@ -36,14 +36,12 @@ class StatementTable:
     rows_by_document: np.ndarray  # each document's rows, ascending
 
     @classmethod
-    def load(cls, db: duckdb.DuckDBPyConnection, entity_count: int) -> StatementTable:
-        table = db.sql(
-            "SELECT src, dst, doc_node, role = 'assertion' AS asserted, label, statement_id, line_start, line_end "
-            "FROM edge_statements ORDER BY rowid"
-        ).to_arrow_table()
+    def load(cls, folder: Path, entity_count: int) -> StatementTable:
+        """The rows kept beside the index in ``folder`` (``edge_statements``), in their stored order."""
+        table = read_for_search(folder)
         src = table.column("src").to_numpy().astype(np.int64)
         dst = table.column("dst").to_numpy().astype(np.int64)
-        labels = table.column("label").combine_chunks().dictionary_encode()
+        labels = pc.cast(table.column("label"), pa.string()).combine_chunks().dictionary_encode()
         rows = np.arange(len(src), dtype=np.int64)
         loops = src == dst
         owners = np.concatenate([src, dst[~loops]])
@@ -57,10 +55,17 @@ class StatementTable:
             src=src,
             dst=dst,
             doc_node=doc_node,
-            asserted=table.column("asserted").to_numpy(zero_copy_only=False).astype(bool),
+            asserted=per_value(table.column("role"), "assertion".__eq__, bool),
             label_code=np.asarray(labels.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
             # One chunk: ``take`` over a table of many small chunks cost milliseconds per call.
-            details=table.select(["statement_id", "label", "line_start", "line_end"]).combine_chunks(),
+            details=pa.table(
+                {
+                    "statement_id": table.column("statement_id"),
+                    "label": labels.dictionary_decode(),
+                    "line_start": table.column("line_start"),
+                    "line_end": table.column("line_end"),
+                }
+            ).combine_chunks(),
             row_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
             rows_by_entity=owned[order],
             document_start={
