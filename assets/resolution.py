@@ -44,6 +44,7 @@ def resolution_candidates(context: dg.AssetExecutionContext, engram: EngramStore
             "evidence_reused": summary.evidence_reused,
             "embedding_keys_searched": summary.embedding_searched,
             "embedding_lists_kept": summary.embedding_kept,
+            "embedding_pairs_compared": summary.embedding_pairs_compared,
             "pairs_scored": summary.pairs_scored,
             "pairs_kept": summary.pairs_kept,
             "keys_changed": summary.keys_changed,

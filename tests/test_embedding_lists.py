@@ -11,7 +11,9 @@ import pytest
 from engramrag.resolve.candidate_config import CandidateConfig
 from engramrag.resolve.embedding_lists import (
     DIGITS,
+    ListCache,
     NeighbourLists,
+    PairCuts,
     proposed_pairs,
     search_lists,
     search_settings,
@@ -93,6 +95,31 @@ def test_an_update_equals_a_whole_search_and_searches_only_what_changed(tmp_path
     assert update.searched + update.kept == len(new_keys)
     assert 6 <= update.searched < 40  # the six new or changed keys, and the few full lists that lost a member
     assert proposed_pairs(update.lists, new_vectors, settings) == proposed_pairs(whole, new_vectors, settings)
+
+    # The listed pairs' outcomes, kept from the first run: only pairs with a new or changed vector are compared,
+    # and the proposed pairs are those of comparing every pair.
+    first_cache = ListCache()
+    proposed_pairs(first, vectors, settings, first_cache)
+    first_cache.cuts.save(tmp_path)
+    cache = ListCache(previous_cuts=PairCuts.load(tmp_path))
+    kept = proposed_pairs(update.lists, new_vectors, settings, cache)
+    assert kept == proposed_pairs(whole, new_vectors, settings) and kept
+    listed = int((update.lists.indices >= 0).sum())
+    assert first_cache.cuts.compared == int((first.indices >= 0).sum())
+    assert 0 < cache.cuts.compared < listed // 4  # the pairs touching the six new or changed keys, not all
+    # A vector changed under the same key is compared again: its old outcome is not reused.
+    moved = new_vectors.copy()
+    moved[10] = moved[200]
+    moved_searched = searched_vectors(moved, new_present, settings)
+    moved_lists = search_lists(new_keys, vector_digests(moved, new_present), moved_searched, settings)
+    again = ListCache(previous_cuts=cache.cuts)
+    assert proposed_pairs(moved_lists, moved, settings, again) == proposed_pairs(moved_lists, moved, settings)
+    assert 0 < again.cuts.compared < listed // 4
+    # Another cut: nothing is reused.
+    other = ListCache(previous_cuts=cache.cuts)
+    proposed_pairs(update.lists, new_vectors, wider_cut := search_settings(CandidateConfig(embedding_floor=0.5,
+                   embedding_neighbours=4, embedding_projection=128), 160), other)  # fmt: skip
+    assert wider_cut.fingerprint != settings.fingerprint and other.cuts.compared == listed
 
     # Other settings: nothing is kept.
     wider = search_settings(CandidateConfig(embedding_neighbours=6, embedding_projection=128), 160)

@@ -28,7 +28,7 @@ from engramrag.lifecycle.freshness import code_version
 from engramrag.resolve.blocking import blocked_pairs, pair_rows, surface_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
-from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, vector_digests
+from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, PairCuts, vector_digests
 from engramrag.resolve.evidence import Evidence, evidence_from_json, evidence_json
 from engramrag.resolve.inputs import live_kind_counts, unknown_kinds
 from engramrag.resolve.keytable import key_kinds
@@ -69,6 +69,7 @@ class CandidateSummary:
     embedding_searched: int = 0  # keys searched against every later key (new or changed vector, or a full list
     # that lost a member; every key when nothing was kept)
     embedding_kept: int = 0  # keys whose nearest-key list was kept from the last run, merged with the changed keys
+    embedding_pairs_compared: int = 0  # listed pairs whose full cosine was computed (the rest: kept outcomes)
     pairs_scored: int = 0  # blocked pairs scored this run (touching a changed key, or newly proposed)
     pairs_kept: int = 0  # blocked pairs whose stored row (or absence of one) was kept: both keys unchanged
     keys_changed: int = 0  # keys that are new or whose row (labels, kinds, aliases, vector, mentions) changed
@@ -114,7 +115,8 @@ def refresh_candidates(
     with catalog_writer(home, config.bucket_count) as catalog:
         update = update_key_table(catalog, labels, vectors, candidate_config.max_posting, code, whole)
     table = update.table
-    lists = ListCache(None if search_all else NeighbourLists.load(home.resolution_path))
+    lists = ListCache(None if search_all else NeighbourLists.load(home.resolution_path),
+                      previous_cuts=None if search_all else PairCuts.load(home.resolution_path))  # fmt: skip
     surface_key = surface_fingerprint(table.keys, _surface_settings(candidate_config, code))
     kept_surface = None if search_all else SurfacePairs.load(home.resolution_path, surface_key)
     surface = kept_surface.pairs() if kept_surface is not None else surface_pairs(table, candidate_config)
@@ -159,6 +161,8 @@ def refresh_candidates(
     commit_pending(home.resolution_path)
     if lists.update is not None:
         lists.update.lists.save(home.resolution_path)
+    if lists.cuts is not None:
+        lists.cuts.save(home.resolution_path)
     return CandidateSummary(
         keys=len(table.keys),
         candidates=int(total),
@@ -170,6 +174,7 @@ def refresh_candidates(
         evidence_reused=reused,
         embedding_searched=lists.update.searched if lists.update else 0,
         embedding_kept=lists.update.kept if lists.update else 0,
+        embedding_pairs_compared=lists.cuts.compared if lists.cuts else 0,
         pairs_scored=int(plan.score.sum()),
         pairs_kept=plan.kept,
         keys_changed=plan.changed_keys,
@@ -304,11 +309,9 @@ def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> dict[s
     """One unit label vector per stable key: its first mentioned label's with a non-zero stored vector (labels of one
     key differ only in case or spacing). ``labels``: label and key, in first-mention order
     (``resolve.stored_keys.live_label_keys``)."""
-    stored = VectorStore.for_home(home, embedder).label_vectors()
-    if not stored:
+    names, matrix = VectorStore.for_home(home, embedder).label_matrix()
+    if not names:
         return {}
-    names = list(stored)
-    matrix = np.stack([stored[name] for name in names]).astype(np.float32, copy=False)
     norms = np.linalg.norm(matrix, axis=1)
     row_of = {name: i for i, name in enumerate(names) if norms[i] > 0}
     chosen: dict[str, int] = {}

@@ -232,7 +232,7 @@ def _embedding_pairs(
     update = update_lists(lists.previous if lists else None, table.keys, digests, searched, settings)
     if lists is not None:
         lists.update = update
-    return proposed_pairs(update.lists, table.vectors, settings)
+    return proposed_pairs(update.lists, table.vectors, settings, lists)
 
 
 def _numbered_trigrams(text: str) -> list[tuple[str, int]]:

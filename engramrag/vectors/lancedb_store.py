@@ -221,12 +221,16 @@ class VectorStore:
 
     def label_vectors(self) -> dict[str, np.ndarray]:
         """Label text -> its stored vector (read, never re-embedded)."""
+        labels, vectors = self.label_matrix()
+        return {label: vectors[i] for i, label in enumerate(labels)}
+
+    def label_matrix(self) -> tuple[list[str], np.ndarray]:
+        """The stored labels and their vectors as the rows of one float32 matrix, in the table's order."""
         table = self.table(LABELS).to_arrow().select(["text", "vector"])
         if not table.num_rows:
-            return {}
+            return [], np.zeros((0, self.dimension), dtype=np.float32)
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dimension)
-        vectors = vectors.astype(np.float32, copy=False)
-        return {label: vectors[i] for i, label in enumerate(table.column("text").to_pylist())}
+        return table.column("text").to_pylist(), vectors.astype(np.float32, copy=False)
 
     def stored_labels(self) -> set[str]:
         return set(self.table(LABELS).to_arrow().column("text").to_pylist())
