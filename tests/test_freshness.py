@@ -44,6 +44,14 @@ def test_changed_documents_settings_or_verdicts_run_the_steps_that_read_them(tmp
     overlay = _run(home, "resolution_overlay", calls)
     assert overlay.recomputed and overlay.reason == "its inputs changed: merge verdicts"
     assert _run(home, "resolution_overlay", calls, settings="other").reason == "its inputs changed: settings"
+    # The supersession steps read only the notes that record decisions: an edit of another note leaves them.
     with catalog_writer(home, 16) as catalog:
         catalog.execute("UPDATE documents SET body_hash = 'h2'")
-    assert _run(home, "supersession_candidates", calls).reason == "its inputs changed: documents"
+    assert not _run(home, "supersession_candidates", calls).recomputed
+    assert _run(home, "resolution_overlay", calls, settings="other").reason == "its inputs changed: documents"
+    with catalog_writer(home, 16) as catalog:
+        catalog.execute("INSERT INTO decisions (doc_id, entity_key, title) VALUES ('d1', 'd-1', 'Use DuckDB')")
+    assert _run(home, "supersession_candidates", calls).reason == "its inputs changed: decision_documents"
+    with catalog_writer(home, 16) as catalog:
+        catalog.execute("UPDATE documents SET body_hash = 'h3'")
+    assert _run(home, "supersession_candidates", calls).reason == "its inputs changed: decision_documents"

@@ -521,6 +521,7 @@ def test_kept_statement_rows_renumbered_equal_rows_joined_afresh() -> None:
     import pyarrow.compute as pc
 
     from engramrag.retrieve.config import IndexConfig
+    from engramrag.retrieve.edge_statements import KeptRows
     from engramrag.retrieve.index_graph import assemble_graph
 
     vectors = {label: np.array([1.0, float(i)]) for i, label in
@@ -539,7 +540,7 @@ def test_kept_statement_rows_renumbered_equal_rows_joined_afresh() -> None:
     kept_b = first["edge_statements"].filter(pc.equal(first["edge_statements"].column("doc_id"), "b"))
     incremental = assemble_graph(
         {**later, "statements": later["statements"].filter(pc.equal(later["statements"].column("doc_id"), "a")),
-         "joined_documents": {"a"}, "kept_statements": kept_b},
+         "joined_documents": {"a"}, "kept_statements": KeptRows.whole(kept_b)},
         vectors, IndexConfig(),
     )  # fmt: skip
 
@@ -628,7 +629,10 @@ def test_merged_statement_rows_are_in_preference_order(monkeypatch: pytest.Monke
     rows = rows.take(edge_statements._preference_order(rows))
     changed = {f"doc{d:02d}" for d in range(0, 30, 4)}
     in_changed = np.array([d in changed for d in rows.column("doc_id").to_pylist()])
-    kept, joined = rows.filter(pa.array(~in_changed)), rows.filter(pa.array(in_changed))
-    assert kept.num_rows > 300 and joined.num_rows > 50
+    joined = edge_statements._encoded(rows.filter(pa.array(in_changed)).cast(pa.schema(
+        [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type) for f in rows.schema])))
+    kept = edge_statements.KeptRows(rows, np.flatnonzero(~in_changed))  # the stored table, changed notes' rows too
+    assert len(kept.positions) > 300 and joined.num_rows > 50
     merged = edge_statements.merged_rows(kept, joined)
     assert merged.column("line_start").to_pylist() == rows.column("line_start").to_pylist()
+    assert merged.column("doc_id").to_pylist() == rows.column("doc_id").to_pylist()

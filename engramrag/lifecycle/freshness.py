@@ -35,6 +35,10 @@ CATALOG_PARTS: dict[str, str] = {
     # extracted_at: a re-extraction with the same text (a --full build) rewrites the graphs the steps add to.
     "documents": "SELECT count(*), bit_xor(hash(doc_id, path, body_hash, extracted_hash, extractor, "
     "extracted_at::VARCHAR, doc_date, date_source)) FROM documents WHERE NOT gone",
+    # The live notes that record decisions (the supersession steps read only these): an edit elsewhere leaves it.
+    "decision_documents": "SELECT count(*), bit_xor(hash(doc_id, path, body_hash, extracted_hash, extractor, "
+    "extracted_at::VARCHAR, doc_date, date_source)) FROM documents WHERE NOT gone "
+    "AND doc_id IN (SELECT doc_id FROM decisions)",
     "embeddings": "SELECT count(*), bit_xor(hash(doc_id, extraction, embedder)) FROM embedded_documents",
     "automatic_merges": "SELECT count(*), bit_xor(hash(left_key, right_key, score)) FROM resolution_candidates "
     "WHERE auto_merge AND NOT vetoed",
@@ -50,8 +54,8 @@ CATALOG_PARTS: dict[str, str] = {
 STEP_INPUTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "resolution_candidates": (("documents", "embeddings"), ()),
     "resolution_overlay": (("documents", "automatic_merges"), (MERGE,)),
-    "supersession_candidates": (("documents",), ()),
-    "accepted_supersessions": (("documents", "proposals", "failed_model_reviews"), (SUPERSESSION,)),
+    "supersession_candidates": (("decision_documents",), ()),
+    "accepted_supersessions": (("decision_documents", "proposals", "failed_model_reviews"), (SUPERSESSION,)),
     "document_timeline": (("documents", "clusters"), (MERGE, SUPERSESSION)),
 }
 

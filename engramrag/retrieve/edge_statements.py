@@ -75,11 +75,23 @@ class KeptStatements:
         """The notes (of ``digests``: each listed note's extraction now) whose rows can be kept."""
         return {doc_id for doc_id, digest in digests.items() if self.sources.get(doc_id) == digest}
 
-    def of(self, documents: set[str]) -> pa.Table:
+    def of(self, documents: set[str]) -> KeptRows:
         """The kept rows of ``documents``, in their stored (preference) order."""
         if not documents or not self.rows.num_rows:
-            return self.rows.slice(0, 0)
-        return self.rows.filter(per_value(self.rows.column("doc_id"), lambda value: value in documents, bool))
+            return KeptRows(self.rows, np.zeros(0, dtype=np.int64))
+        return KeptRows(self.rows, np.flatnonzero(per_value(self.rows.column("doc_id"), documents.__contains__, bool)))
+
+
+@dataclass(frozen=True)
+class KeptRows:
+    """Rows of a stored table (``table``) taken at ``positions`` (ascending): taken once, when merged."""
+
+    table: pa.Table
+    positions: np.ndarray
+
+    @classmethod
+    def whole(cls, table: pa.Table) -> KeptRows:
+        return cls(table, np.arange(table.num_rows, dtype=np.int64))
 
 
 def source_digests(catalog: duckdb.DuckDBPyConnection, listed: str) -> dict[str, str]:
@@ -118,25 +130,26 @@ def joined_rows(statements: pa.Table, mentions: pd.DataFrame, documents: set[str
     return joined.take(_preference_order(joined))
 
 
-def merged_rows(kept: pa.Table, joined: pa.Table) -> pa.Table:
+def merged_rows(kept: KeptRows, joined: pa.Table) -> pa.Table:
     """The kept rows and the newly joined ones (of other notes), each in preference order, as one table in that
     order. A few joined rows are placed by binary search among the kept ones; many are sorted in with them."""
+    stored, positions, size = kept.table.select(joined.column_names), kept.positions, kept.table.num_rows
     if not joined.num_rows:
-        return kept.select(joined.column_names)
-    if not kept.num_rows:
+        return stored if len(positions) == size else stored.take(positions)
+    if not len(positions):
         return joined
-    both = pa.concat_tables([kept.select(joined.column_names), joined]).unify_dictionaries().combine_chunks()
+    both = pa.concat_tables([stored, joined]).unify_dictionaries()  # rows 0..size-1 stored, then the joined
+    fresh = size + np.arange(joined.num_rows, dtype=np.int64)
     if joined.num_rows > PLACED_BY_SEARCH:
-        return both.take(_preference_order(both))
-    kept_key, joined_key = _row_keys(both.slice(0, kept.num_rows)), _row_keys(both.slice(kept.num_rows))
-    places = np.array([bisect.bisect_left(range(kept.num_rows), joined_key(row), key=kept_key)
+        chosen = both.take(np.concatenate([positions, fresh]))
+        return chosen.take(_preference_order(chosen))
+    stored_key, joined_key = _row_keys(stored), _row_keys(joined)
+    places = np.array([bisect.bisect_left(positions, joined_key(row), key=stored_key)
                        for row in range(joined.num_rows)], dtype=np.int64)  # fmt: skip
-    total = kept.num_rows + joined.num_rows
-    placed = np.zeros(total, dtype=bool)
+    placed = np.zeros(len(positions) + joined.num_rows, dtype=bool)
     placed[places + np.arange(joined.num_rows)] = True  # the joined rows are in order: each lands after the last
-    order = np.empty(total, dtype=np.int64)
-    order[placed] = kept.num_rows + np.arange(joined.num_rows)
-    order[~placed] = np.arange(kept.num_rows)
+    order = np.empty(len(placed), dtype=np.int64)
+    order[placed], order[~placed] = fresh, positions
     return both.take(order)
 
 

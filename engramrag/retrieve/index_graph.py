@@ -209,6 +209,7 @@ def _statement_rows(
     joined = joined_rows(tables["statements"], mentions, set(tables.get("joined_documents", listed)) & listed)
     kept = tables.get("kept_statements")
     rows = merged_rows(kept, joined) if kept is not None else joined
+    rows = rows.unify_dictionaries().combine_chunks()
     cluster_of = dict(zip(clusters["entity_key"].tolist(), clusters["cluster_key"].tolist(), strict=True))
     number = {key: node for node, key in enumerate(node_keys)}
     return numbered(rows, lambda stable: number.get(cluster_of.get(stable, stable), -1),
