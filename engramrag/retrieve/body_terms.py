@@ -25,6 +25,9 @@ from engramrag.retrieve.lexical import terms
 from engramrag.retrieve.note_bm25 import stemmed
 
 FILE = "body_terms.npz"
+# The first index format whose kept terms are cut as this code cuts them: an index of that format or a later one
+# lends its terms to the next build. A change to how notes are cut into terms sets it to the new index format.
+TERMS_SINCE = 12
 KINDS = ("terms", "stems")
 
 

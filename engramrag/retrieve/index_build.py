@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
-from engramrag.retrieve.body_terms import BodyTerms
+from engramrag.retrieve.body_terms import TERMS_SINCE, BodyTerms
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.edge_statements import KeptStatements, source_digests
 from engramrag.retrieve.edge_statements import save as save_statements
@@ -38,6 +38,9 @@ from engramrag.vault.config import VaultConfig
 ENTITY_VECTORS = "entity_vectors.npy"
 ENTITY_DENSITY = "entity_density.npy"
 NEIGHBOURS = "neighbours.npz"
+# The first index format whose neighbour lists, entity nodes and label vectors are kept as this code keeps them
+# (format 13 moved only the edge statements); a change to any of them sets it to the new format.
+NEIGHBOURS_SINCE = 12
 
 
 @dataclass
@@ -75,9 +78,10 @@ def build_retrieval_index(
                     current.name, False, manifest["entities"], manifest["passages"], manifest["edges"], 0.0
                 )
         progress = Progress("retrieval index", 4, every=1, min_interval_s=0.0)
-        # A change to how notes are cut into terms bumps FORMAT, so cached terms are never read across it.
         same_format = current if current and _format_of(current) == FORMAT else None
-        body_terms = BodyTerms.load(same_format)
+        # The notes' terms are cut the same way since index format TERMS_SINCE (a change to the cutting raises it).
+        body_terms = BodyTerms.load(current if current and TERMS_SINCE <= (_format_of(current) or 0) <= FORMAT
+                                    else None)  # fmt: skip
         tables = _read_catalog(catalog, body_terms, None if derive_all else KeptStatements.load(same_format))
     progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
@@ -131,15 +135,14 @@ def _publish(home: Home, version: str) -> None:
 def _previous_neighbours(
     folder: Path | None, embedder: Embedder, index_config: IndexConfig
 ) -> tuple[Neighbours, list[str], np.ndarray] | None:
-    """The nearest-neighbour lists, node keys and label vectors of the published index, when it was built in
-    this format with the same embedder and settings (else None: every list is computed anew)."""
+    """The nearest-neighbour lists, node keys and label vectors of the published index, when it was built in a
+    format that keeps them as this one does (``NEIGHBOURS_SINCE`` or later) with the same embedder and settings
+    (else None: every list is computed anew)."""
     if folder is None or not (folder / NEIGHBOURS).exists():
         return None
     manifest = json.loads((folder / "manifest.json").read_text())
-    same = (manifest.get("format"), manifest.get("embedder"), manifest.get("index_config")) == (
-        FORMAT, embedder.name, dataclasses.asdict(index_config)
-    )
-    if not same:
+    same = (manifest.get("embedder"), manifest.get("index_config")) == (embedder.name, dataclasses.asdict(index_config))
+    if not same or not NEIGHBOURS_SINCE <= (manifest.get("format") or 0) <= FORMAT:
         return None
     with duckdb.connect(str(folder / "index.duckdb"), read_only=True) as db:
         keys = [row[0] for row in db.execute("SELECT node_key FROM entity_nodes ORDER BY node").fetchall()]
