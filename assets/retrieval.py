@@ -71,6 +71,7 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "neighbours_kept": summary.neighbours_kept,
             "notes_cut": summary.notes_cut,
             "notes_reused": summary.notes_reused,
+            "wordings_cut": summary.wordings_cut,
             "statements_joined_notes": summary.statements_joined_notes,
             "statements_kept_notes": summary.statements_kept_notes,
             "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",

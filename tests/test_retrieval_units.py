@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import igraph as ig
 import numpy as np
 import pytest
@@ -636,3 +638,26 @@ def test_merged_statement_rows_are_in_preference_order(monkeypatch: pytest.Monke
     merged = edge_statements.merged_rows(kept, joined)
     assert merged.column("line_start").to_pylist() == rows.column("line_start").to_pylist()
     assert merged.column("doc_id").to_pylist() == rows.column("doc_id").to_pylist()
+
+
+def test_wording_terms_kept_beside_the_index_give_the_terms_cut_afresh(tmp_path: Path) -> None:
+    from engramrag.retrieve.body_terms import WordingTerms
+    from engramrag.retrieve.config import IndexConfig
+    from engramrag.retrieve.index_graph import assemble_graph
+
+    vectors = {label: np.array([1.0, float(i)]) for i, label in
+               enumerate(["Falcon", "PostgreSQL", "Postgres", "falcon"])}  # fmt: skip
+    fresh = WordingTerms()
+    first = assemble_graph(_graph_tables(), vectors, IndexConfig(), wording_terms=fresh)
+    assert fresh.cut == len(fresh.used) >= 3
+    fresh.save(tmp_path)
+    kept = WordingTerms.load(tmp_path)
+    assert kept.known == fresh.used
+    again = assemble_graph(_graph_tables(), vectors, IndexConfig(), wording_terms=kept)
+    assert kept.cut == 0 and again["term_lists"] == first["term_lists"]
+    assert again["idf"] == first["idf"]
+    # A text the kept file does not know is cut, and only what a build used is kept.
+    kept.known["gone label"] = ("gone",)
+    assert kept.of("Heron pipeline") == ("heron", "pipeline") and kept.cut == 1
+    kept.save(tmp_path)
+    assert "gone label" not in WordingTerms.load(tmp_path).known

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from engramrag.retrieve.lexical import terms
 from engramrag.retrieve.note_bm25 import stemmed
 
 FILE = "body_terms.npz"
+WORDINGS_FILE = "wording_terms.arrow"
 # The first index format whose kept terms are cut as this code cuts them: an index of that format or a later one
 # lends its terms to the next build. A change to how notes are cut into terms sets it to the new index format.
 TERMS_SINCE = 12
@@ -165,3 +168,42 @@ def _unpacked(packed: np.ndarray | None) -> list[str]:
 def _id_type(vocabulary: int) -> type[np.integer]:
     """The narrowest id type for a vocabulary of this size (most notes' files are read on every build)."""
     return np.uint16 if vocabulary <= np.iinfo(np.uint16).max else np.int32
+
+
+class WordingTerms:
+    """The lexical terms of entity wordings (labels, and the keys of nodes without a usable label), kept beside
+    each index in ``wording_terms.arrow`` the way the notes' terms are: the next build cuts only texts it has not
+    seen (37,442 labels at 10,000 notes took 0.6 s to cut on every build). Only the texts a build used are kept."""
+
+    def __init__(self, known: dict[str, tuple[str, ...]] | None = None) -> None:
+        self.known = known or {}
+        self.used: dict[str, tuple[str, ...]] = {}
+        self.cut = 0  # texts cut this build
+
+    @classmethod
+    def load(cls, folder: Path | None) -> WordingTerms:
+        path = folder / WORDINGS_FILE if folder is not None else None
+        if path is None or not path.exists():
+            return cls()
+        with pa.memory_map(str(path)) as source:
+            table = ipc.open_file(source).read_all()
+        listed = table.column("terms").to_pylist()
+        return cls(dict(zip(table.column("text").to_pylist(), map(tuple, listed), strict=True)))
+
+    def of(self, text: str) -> tuple[str, ...]:
+        """The distinct terms of ``text`` in order (``lexical.terms``)."""
+        found = self.used.get(text)
+        if found is None:
+            found = self.known.get(text)
+            if found is None:
+                found = tuple(dict.fromkeys(terms(text)))
+                self.cut += 1
+            self.used[text] = found
+        return found
+
+    def save(self, folder: Path) -> None:
+        texts = sorted(self.used)
+        table = pa.table({"text": pa.array(texts, pa.string()),
+                          "terms": pa.array([list(self.used[text]) for text in texts], pa.list_(pa.string()))})
+        with ipc.new_file(str(folder / WORDINGS_FILE), table.schema) as writer:
+            writer.write_table(table)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
-from engramrag.retrieve.body_terms import TERMS_SINCE, BodyTerms
+from engramrag.retrieve.body_terms import TERMS_SINCE, BodyTerms, WordingTerms
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.edge_statements import KeptStatements, source_digests
 from engramrag.retrieve.edge_statements import save as save_statements
@@ -55,6 +55,7 @@ class IndexSummary:
     neighbours_kept: int = 0  # labels whose lists were kept from the previous index (only new labels compared)
     notes_cut: int = 0  # notes whose text was cut into terms (new or changed since the previous index)
     notes_reused: int = 0  # notes whose terms were read from the previous index
+    wordings_cut: int = 0  # entity wordings cut into terms (not seen by the previous index)
     statements_joined_notes: int = 0  # notes whose statements were joined to their nodes (new or changed)
     statements_kept_notes: int = 0  # notes whose statement rows were kept from the previous index
 
@@ -80,14 +81,15 @@ def build_retrieval_index(
         progress = Progress("retrieval index", 4, every=1, min_interval_s=0.0)
         same_format = current if current and _format_of(current) == FORMAT else None
         # The notes' terms are cut the same way since index format TERMS_SINCE (a change to the cutting raises it).
-        body_terms = BodyTerms.load(current if current and TERMS_SINCE <= (_format_of(current) or 0) <= FORMAT
-                                    else None)  # fmt: skip
+        cut_alike = current if current and TERMS_SINCE <= (_format_of(current) or 0) <= FORMAT else None
+        body_terms, wording_terms = BodyTerms.load(cut_alike), WordingTerms.load(cut_alike)
         tables = _read_catalog(catalog, body_terms, None if derive_all else KeptStatements.load(same_format))
     progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
     progress.advance()
     graph = assemble_graph(
-        tables, vectors, index_config, _previous_neighbours(current, embedder, index_config), body_terms
+        tables, vectors, index_config, _previous_neighbours(current, embedder, index_config), body_terms,
+        wording_terms,
     )
     progress.advance()
     version = f"{time.strftime('%Y%m%dT%H%M%S')}-{fingerprint[:12]}"
@@ -97,6 +99,7 @@ def build_retrieval_index(
     staging.mkdir(parents=True)
     _write(staging, graph, embedder)
     body_terms.save(staging, graph["body_hashes"])
+    wording_terms.save(staging)
     manifest = {
         "format": FORMAT,
         "fingerprint": fingerprint,
@@ -115,7 +118,7 @@ def build_retrieval_index(
     update = graph["neighbours"]
     return IndexSummary(
         version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started,
-        update.recomputed, update.kept, body_terms.cut, body_terms.reused,
+        update.recomputed, update.kept, body_terms.cut, body_terms.reused, wording_terms.cut,
         statements_joined_notes=len(tables["joined_documents"]), statements_kept_notes=tables["kept_documents"],
     )
 

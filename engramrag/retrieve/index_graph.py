@@ -24,10 +24,10 @@ import pyarrow as pa
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
-from engramrag.retrieve.body_terms import BodyTerms, Tokens
+from engramrag.retrieve.body_terms import BodyTerms, Tokens, WordingTerms
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.edge_statements import joined_rows, merged_rows, numbered, per_value
-from engramrag.retrieve.lexical import term_idf, terms
+from engramrag.retrieve.lexical import term_idf
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
 from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.vault.dates import DocumentDate, document_date
@@ -45,6 +45,7 @@ def assemble_graph(
     config: IndexConfig,
     previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
     body_terms: BodyTerms | None = None,
+    wording_terms: WordingTerms | None = None,
 ) -> dict[str, Any]:
     """Nodes, edges and the lexical tables of one index, from the catalog's ``tables`` (pandas frames, the
     statements an Arrow table: ``index_build._read_catalog``) and the stored vector of each label
@@ -94,9 +95,10 @@ def assemble_graph(
     wordings = _wordings(mentions, entity_count)
     # Each distinct wording of a node (a merged cluster has several: "PostgreSQL", "Postgres") is matched on its
     # own by the lexical leg, so a question naming one of them names the entity fully.
+    wording_terms = wording_terms or WordingTerms()
+    cut = wording_terms.of
     term_lists = [
-        list(dict.fromkeys(filter(None, (tuple(dict.fromkeys(terms(label))) for label in wordings[node]))))
-        or [tuple(dict.fromkeys(terms(node_keys[node])))]
+        list(dict.fromkeys(filter(None, (cut(label) for label in wordings[node])))) or [cut(node_keys[node])]
         for node in range(entity_count)
     ]
     label_terms = {term for listed_wordings in term_lists for listed in listed_wordings for term in listed}
@@ -129,6 +131,7 @@ def assemble_graph(
         "document_supersessions": tables["document_supersessions"],
         "notes": NoteIndex.from_tokens(note_stems),
         "body_hashes": body_hashes,
+        "wording_terms": wording_terms,
     }
 
 
