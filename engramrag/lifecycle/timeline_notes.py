@@ -15,13 +15,13 @@ change a result.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
+from engramrag.arrow_files import UNREADABLE, read_table, write_table
 from engramrag.revise.declarations import DeclaredReference
 from engramrag.revise.versions import StatedValue
 
@@ -104,7 +104,7 @@ class KeptNotes:
             },
             metadata={"context": self.context},
         )
-        _write(table, folder / FILE)
+        write_table(table, folder / FILE)
 
 
 @dataclass(frozen=True)
@@ -141,28 +141,19 @@ class KeptLinks:
             },
             metadata={"context": self.context},
         )
-        _write(table, folder / LINKS_FILE)
+        write_table(table, folder / LINKS_FILE)
 
 
 def _read(source: Path, context: str, names: tuple[str, ...]) -> list[list] | None:
     """The named columns of the file as lists, or None when it is missing, broken or written in another
     ``context``."""
     try:
-        with pa.memory_map(str(source)) as mapped:
-            table = pa.ipc.open_file(mapped).read_all()
+        table = read_table(source)
         if (table.schema.metadata or {}).get(b"context", b"").decode() != context:
             return None
         return [table.column(name).to_pylist() for name in names]
-    except (OSError, pa.ArrowException, KeyError, UnicodeDecodeError):
+    except (*UNREADABLE, UnicodeDecodeError):
         return None
-
-
-def _write(table: pa.Table, target: Path) -> None:
-    temporary = target.with_name(f".{target.name}.{os.getpid()}")
-    options = pa.ipc.IpcWriteOptions(compression="lz4")
-    with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    os.replace(temporary, target)
 
 
 def _value_fields(value: StatedValue) -> list:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
+from engramrag.arrow_files import read_table, write_table
 from engramrag.retrieve.lexical import terms
 from engramrag.retrieve.note_bm25 import stemmed
 
@@ -185,8 +185,7 @@ class WordingTerms:
         path = folder / WORDINGS_FILE if folder is not None else None
         if path is None or not path.exists():
             return cls()
-        with pa.memory_map(str(path)) as source:
-            table = ipc.open_file(source).read_all()
+        table = read_table(path)
         listed = table.column("terms").to_pylist()
         return cls(dict(zip(table.column("text").to_pylist(), map(tuple, listed), strict=True)))
 
@@ -205,5 +204,4 @@ class WordingTerms:
         texts = sorted(self.used)
         table = pa.table({"text": pa.array(texts, pa.string()),
                           "terms": pa.array([list(self.used[text]) for text in texts], pa.list_(pa.string()))})
-        with ipc.new_file(str(folder / WORDINGS_FILE), table.schema) as writer:
-            writer.write_table(table)
+        write_table(table, folder / WORDINGS_FILE)

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 
+from engramrag.arrow_files import read_table, write_table
 from engramrag.extract.textutil import normalise_label
 
 ROWS_FILE = "edge_statements.arrow"
@@ -170,10 +170,11 @@ def numbered(rows: pa.Table, node_of_key: Callable[[str], int], passage_node: di
 
 def save(folder: Path, rows: pa.Table, sources: dict[str, str]) -> None:
     """Write the rows (numbered, every row including those within one node) and the notes' digests."""
-    _write(folder / ROWS_FILE, rows)
+    write_table(rows, folder / ROWS_FILE)
     ordered = sorted(sources.items())
-    _write(folder / SOURCES_FILE, pa.table({"doc_id": pa.array([d for d, _ in ordered], pa.string()),
-                                            "digest": pa.array([g for _, g in ordered], pa.string())}))  # fmt: skip
+    table = pa.table({"doc_id": pa.array([d for d, _ in ordered], pa.string()),
+                      "digest": pa.array([g for _, g in ordered], pa.string())})  # fmt: skip
+    write_table(table, folder / SOURCES_FILE)
 
 
 def read_for_search(folder: Path) -> pa.Table:
@@ -222,13 +223,6 @@ def _encoded(table: pa.Table) -> pa.Table:
     return table.combine_chunks()
 
 
-def _write(path: Path, table: pa.Table) -> None:
-    options = ipc.IpcWriteOptions(compression="lz4")
-    with ipc.new_file(str(path), table.schema, options=options) as writer:
-        writer.write_table(table)
-
-
 def read_rows(path: Path) -> pa.Table:
     """A file this module wrote, as one table (dictionary columns as written)."""
-    with pa.memory_map(str(path)) as source:
-        return ipc.open_file(source).read_all().combine_chunks()
+    return read_table(path).combine_chunks()
