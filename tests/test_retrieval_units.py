@@ -661,3 +661,19 @@ def test_wording_terms_kept_beside_the_index_give_the_terms_cut_afresh(tmp_path:
     assert kept.of("Heron pipeline") == ("heron", "pipeline") and kept.cut == 1
     kept.save(tmp_path)
     assert "gone label" not in WordingTerms.load(tmp_path).known
+    # A broken file costs the work it would have saved, nothing else.
+    (tmp_path / "wording_terms.arrow").write_bytes(b"not an arrow file")
+    assert WordingTerms.load(tmp_path).known == {}
+
+
+def test_kept_statement_files_that_cannot_be_read_are_joined_again(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from engramrag.retrieve import edge_statements
+
+    rows = edge_statements._encoded(pa.table({"doc_id": ["a"], "statement_id": ["s1"], "role": ["assertion"]}))
+    edge_statements.save(tmp_path, rows, {"a": "digest"})
+    kept = edge_statements.KeptStatements.load(tmp_path)
+    assert kept is not None and kept.sources == {"a": "digest"} and kept.unchanged({"a": "digest", "b": "x"}) == {"a"}
+    (tmp_path / edge_statements.ROWS_FILE).write_bytes(b"truncated")
+    assert edge_statements.KeptStatements.load(tmp_path) is None

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from engramrag.arrow_files import read_table, write_table
+from engramrag.arrow_files import UNREADABLE, read_table, write_table
 from engramrag.retrieve.lexical import terms
 from engramrag.retrieve.note_bm25 import stemmed
 
@@ -185,9 +185,12 @@ class WordingTerms:
         path = folder / WORDINGS_FILE if folder is not None else None
         if path is None or not path.exists():
             return cls()
-        table = read_table(path)
-        listed = table.column("terms").to_pylist()
-        return cls(dict(zip(table.column("text").to_pylist(), map(tuple, listed), strict=True)))
+        try:
+            table = read_table(path)
+            listed = table.column("terms").to_pylist()
+            return cls(dict(zip(table.column("text").to_pylist(), map(tuple, listed), strict=True)))
+        except UNREADABLE:
+            return cls()  # unreadable: every wording is cut again
 
     def of(self, text: str) -> tuple[str, ...]:
         """The distinct terms of ``text`` in order (``lexical.terms``)."""

@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engramrag.arrow_files import read_table, write_table
+from engramrag.arrow_files import UNREADABLE, read_table, write_table
 from engramrag.extract.textutil import normalise_label
 
 ROWS_FILE = "edge_statements.arrow"
@@ -63,13 +63,18 @@ class KeptStatements:
 
     @classmethod
     def load(cls, folder: Path | None) -> KeptStatements | None:
-        """The rows kept beside the index in ``folder``, or None (no index, or one without them)."""
+        """The rows kept beside the index in ``folder``, or None (no index, one without them, or a file that cannot
+        be read: every note is joined again)."""
         if folder is None or not (folder / ROWS_FILE).exists() or not (folder / SOURCES_FILE).exists():
             return None
-        rows = read_rows(folder / ROWS_FILE)
-        sources = read_rows(folder / SOURCES_FILE)
-        return cls(rows, dict(zip(sources.column("doc_id").to_pylist(), sources.column("digest").to_pylist(),
-                                  strict=True)))  # fmt: skip
+        try:
+            rows = read_rows(folder / ROWS_FILE)
+            sources = read_rows(folder / SOURCES_FILE)
+            digests = dict(zip(sources.column("doc_id").to_pylist(), sources.column("digest").to_pylist(),
+                               strict=True))  # fmt: skip
+        except UNREADABLE:
+            return None
+        return cls(rows, digests)
 
     def unchanged(self, digests: dict[str, str]) -> set[str]:
         """The notes (of ``digests``: each listed note's extraction now) whose rows can be kept."""
