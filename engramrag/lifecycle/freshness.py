@@ -30,15 +30,16 @@ from engramrag.store import Home
 
 T = TypeVar("T")
 
+# The live notes as the steps read them. extracted_at: a re-extraction with the same text (a --full build) rewrites
+# the graphs the steps add to.
+_LIVE_DOCUMENTS = ("SELECT count(*), bit_xor(hash(doc_id, path, body_hash, extracted_hash, extractor, "
+                   "extracted_at::VARCHAR, doc_date, date_source)) FROM documents WHERE NOT gone")  # fmt: skip
+
 # What a step can read, each as one aggregate over the catalog (order-independent, cheap at 100,000 rows).
 CATALOG_PARTS: dict[str, str] = {
-    # extracted_at: a re-extraction with the same text (a --full build) rewrites the graphs the steps add to.
-    "documents": "SELECT count(*), bit_xor(hash(doc_id, path, body_hash, extracted_hash, extractor, "
-    "extracted_at::VARCHAR, doc_date, date_source)) FROM documents WHERE NOT gone",
+    "documents": _LIVE_DOCUMENTS,
     # The live notes that record decisions (the supersession steps read only these): an edit elsewhere leaves it.
-    "decision_documents": "SELECT count(*), bit_xor(hash(doc_id, path, body_hash, extracted_hash, extractor, "
-    "extracted_at::VARCHAR, doc_date, date_source)) FROM documents WHERE NOT gone "
-    "AND doc_id IN (SELECT doc_id FROM decisions)",
+    "decision_documents": f"{_LIVE_DOCUMENTS} AND doc_id IN (SELECT doc_id FROM decisions)",
     "embeddings": "SELECT count(*), bit_xor(hash(doc_id, extraction, embedder)) FROM embedded_documents",
     "automatic_merges": "SELECT count(*), bit_xor(hash(left_key, right_key, score)) FROM resolution_candidates "
     "WHERE auto_merge AND NOT vetoed",

@@ -57,26 +57,17 @@ class NeighbourLists:
     settings: str  # SearchSettings.fingerprint the lists were searched with
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".{FILE}.{os.getpid()}.npz"
-        np.savez(
-            temporary, keys=joined_texts(self.keys), digests=joined_texts(self.digests), indices=self.indices,
-            similarities=self.similarities, settings=joined_texts([self.settings]),
-        )  # fmt: skip
-        os.replace(temporary, folder / FILE)
+        _save_arrays(folder, FILE, keys=joined_texts(self.keys), digests=joined_texts(self.digests),
+                     indices=self.indices, similarities=self.similarities, settings=joined_texts([self.settings]))
 
     @classmethod
     def load(cls, folder: Path) -> NeighbourLists | None:
-        path = folder / FILE
-        if not path.exists():
+        # None when missing or unreadable: searched afresh and written again.
+        stored = _load_arrays(folder / FILE, ("keys", "digests", "indices", "similarities", "settings"))
+        if stored is None:
             return None
-        try:
-            with np.load(path, allow_pickle=False) as stored:
-                keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
-                settings = split_texts(stored["settings"])[0]
-                lists = cls(keys, digests, stored["indices"], stored["similarities"], settings)
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return None  # unreadable: searched afresh and written again
+        keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
+        lists = cls(keys, digests, stored["indices"], stored["similarities"], split_texts(stored["settings"])[0])
         return lists if len(keys) == len(digests) == lists.indices.shape[0] else None
 
 
@@ -247,24 +238,37 @@ class PairCuts:
         return known, known & self.reached[at]
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".{CUTS_FILE}.{os.getpid()}.npz"
-        np.savez(temporary, mixed=self.mixed, left=self.left, right=self.right, reached=self.reached,
-                 settings=joined_texts([self.settings]))  # fmt: skip
-        os.replace(temporary, folder / CUTS_FILE)
+        _save_arrays(folder, CUTS_FILE, mixed=self.mixed, left=self.left, right=self.right, reached=self.reached,
+                     settings=joined_texts([self.settings]))  # fmt: skip
 
     @classmethod
     def load(cls, folder: Path) -> PairCuts | None:
-        path = folder / CUTS_FILE
-        if not path.exists():
+        # None when missing or unreadable: every pair is compared again.
+        stored = _load_arrays(folder / CUTS_FILE, ("mixed", "left", "right", "reached", "settings"))
+        if stored is None:
             return None
-        try:
-            with np.load(path, allow_pickle=False) as stored:
-                found = cls(stored["mixed"], stored["left"], stored["right"], stored["reached"],
-                            split_texts(stored["settings"])[0])  # fmt: skip
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return None  # unreadable: every pair is compared and the file written again
+        found = cls(stored["mixed"], stored["left"], stored["right"], stored["reached"],
+                    split_texts(stored["settings"])[0])  # fmt: skip
         return found if len(found.mixed) == len(found.left) == len(found.right) == len(found.reached) else None
+
+
+def _save_arrays(folder: Path, name: str, **arrays: np.ndarray) -> None:
+    """``arrays`` as ``folder/name``, through a temporary file replaced at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    temporary = folder / f".{name}.{os.getpid()}.npz"
+    np.savez(temporary, **arrays)
+    os.replace(temporary, folder / name)
+
+
+def _load_arrays(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+    """The named arrays of an ``.npz`` file, or None when it is missing, cannot be read or lacks one of them."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            return {name: stored[name] for name in names}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
 
 
 def _digest_halves(digests: list[str]) -> np.ndarray:

@@ -190,12 +190,10 @@ def read_for_search(folder: Path) -> pa.Table:
 
 
 def _preference_order(rows: pa.Table) -> pa.Array:
-    """The rows' positions in ``PREFERENCE_ORDER``."""
-    role, doc_id = rows.column("role"), rows.column("doc_id")
-    machine = (per_value(role, "assertion".__ne__, bool) if pa.types.is_dictionary(role.type)
-               else pc.not_equal(role, "assertion"))  # fmt: skip
-    keys = pa.table({"machine": machine, "statement_id": rows.column("statement_id"),
-                     "doc_id": pc.cast(doc_id, pa.string())})  # fmt: skip
+    """The rows' positions in ``PREFERENCE_ORDER`` (``rows`` dictionary-encoded, as ``_encoded`` leaves them)."""
+    keys = pa.table({"machine": per_value(rows.column("role"), "assertion".__ne__, bool),
+                     "statement_id": rows.column("statement_id"),
+                     "doc_id": pc.cast(rows.column("doc_id"), pa.string())})  # fmt: skip
     return pc.sort_indices(keys, sort_keys=PREFERENCE_ORDER)
 
 
