@@ -182,6 +182,33 @@ def test_labels_are_stored_once_per_text_and_dropped_when_unused(store: VectorSt
         store.replace_documents("entity_labels", [EN], [])
 
 
+def test_the_label_matrix_is_read_again_only_when_its_table_changed(tmp_path: Path) -> None:
+    """One build reads it in two steps; another store (another process) adding or dropping labels is seen, and so is
+    a table made again from nothing, whose version numbers start over."""
+    path = tmp_path / "lancedb"
+    store = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name)
+    add_labels(store, ["PostgreSQL", "Dagster"])
+    labels, matrix = store.label_matrix()
+    again_labels, again = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name).label_matrix()
+    assert again is matrix and again_labels == labels == ["PostgreSQL", "Dagster"]
+    assert not matrix.flags.writeable  # shared by the steps that read it: none may change it
+    writer = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name)
+    add_labels(writer, ["박민지"])
+    labels, matrix = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name).label_matrix()
+    assert labels == ["PostgreSQL", "Dagster", "박민지"] and matrix.shape == (3, EMBEDDER.dimension)
+    writer.drop_labels(["Dagster"])
+    assert VectorStore(path, EMBEDDER.dimension, EMBEDDER.name).label_matrix()[0] == ["PostgreSQL", "박민지"]
+    other = tmp_path / "other"
+    first = VectorStore(other, EMBEDDER.dimension, EMBEDDER.name)
+    add_labels(first, ["Oxigraph", "DuckDB"])
+    assert first.label_matrix()[0] == ["Oxigraph", "DuckDB"]
+    first.reset()
+    remade = VectorStore(other, EMBEDDER.dimension, EMBEDDER.name)
+    add_labels(remade, ["LanceDB", "Dagster", "rdflib"])
+    assert remade.table("entity_labels").version == 2  # created, one merge: the number the first table was read at
+    assert remade.label_matrix()[0] == ["LanceDB", "Dagster", "rdflib"]
+
+
 def test_a_labels_table_of_one_row_per_mention_is_replaced(tmp_path: Path) -> None:
     """Homes built before labels were stored once per text: the old table is dropped, to be embedded again."""
     import lancedb

@@ -55,6 +55,11 @@ ANN_ROWS_PER_PARTITION = 100_000
 ANN_EF_CONSTRUCTION = 100
 ANN_QUERY_EF = 80
 
+# The label matrix last read from each store, with the table version it was read at: the resolution candidates and
+# the retrieval index read the same labels in one build (0.5 s each at 10,000 notes), and so do a resident
+# builder's successive builds while no label is added or dropped.
+_LABEL_MATRICES: dict[Path, tuple[tuple[int, str], list[str], np.ndarray]] = {}
+
 
 def ann_config(rows: int) -> HnswSq:
     return HnswSq(
@@ -225,12 +230,24 @@ class VectorStore:
         return {label: vectors[i] for i, label in enumerate(labels)}
 
     def label_matrix(self) -> tuple[list[str], np.ndarray]:
-        """The stored labels and their vectors as the rows of one float32 matrix, in the table's order."""
-        table = self.table(LABELS).to_arrow().select(["text", "vector"])
+        """The stored labels and their vectors as the rows of one float32 matrix (read-only), in the table's order.
+        Read once per version of the table (its number and its time, so a table dropped and made again, whose
+        numbers start over, is read again)."""
+        labels = self.table(LABELS)
+        version = labels.version
+        stamp = next((str(v["timestamp"]) for v in labels.list_versions() if v["version"] == version), "")
+        cached = _LABEL_MATRICES.get(self.path)
+        if cached is not None and cached[0] == (version, stamp):
+            return list(cached[1]), cached[2]
+        table = labels.to_arrow().select(["text", "vector"])
         if not table.num_rows:
             return [], np.zeros((0, self.dimension), dtype=np.float32)
         vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dimension)
-        return table.column("text").to_pylist(), vectors.astype(np.float32, copy=False)
+        vectors = vectors.astype(np.float32, copy=False)
+        vectors.setflags(write=False)
+        texts = table.column("text").to_pylist()
+        _LABEL_MATRICES[self.path] = ((version, stamp), texts, vectors)
+        return list(texts), vectors
 
     def stored_labels(self) -> set[str]:
         return set(self.table(LABELS).to_arrow().column("text").to_pylist())
