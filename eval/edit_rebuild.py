@@ -9,6 +9,7 @@ first edit per tree is run and reported apart: after a code change every global 
 
     git worktree add /tmp/baseline <commit>
     python -m eval.edit_rebuild --home DIR_A --baseline-home DIR_B --baseline /tmp/baseline [--rounds 3]
+    python -m eval.edit_rebuild --home DIR_A --rounds 2     # this tree only (one kept home: 100,000 notes)
 
 DIR_A and DIR_B are ``--keep`` folders (each with ``vault/`` and ``home/``; the latest ``engram-bench-*`` inside
 is taken). Writes ``eval/results/edit-rebuild-DATE.json``: per run the wall time, CPU, peak memory, the steps'
@@ -70,14 +71,17 @@ def edit_build(tree: Path, kept: Path, seed: int) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, required=True, help="Kept folder this tree builds.")
-    parser.add_argument("--baseline-home", type=Path, required=True, help="Kept folder the baseline tree builds.")
-    parser.add_argument("--baseline", type=Path, required=True, help="Source tree to compare with.")
+    parser.add_argument("--baseline-home", type=Path, help="Kept folder the baseline tree builds (with --baseline).")
+    parser.add_argument("--baseline", type=Path, help="Source tree to compare with (else: this tree only).")
     parser.add_argument("--rounds", type=int, default=3, help="Measured edits per tree (after one warm-up each).")
     parser.add_argument("--seed", type=int, default=100, help="Seed of the first round's edit.")
     parser.add_argument("--out", type=Path, default=REPOSITORY / "eval" / "results")
     args = parser.parse_args()
-    trees = {"baseline": (args.baseline.resolve(), kept_folder(args.baseline_home)),
-             "this tree": (REPOSITORY, kept_folder(args.home))}  # fmt: skip
+    if (args.baseline is None) != (args.baseline_home is None):
+        parser.error("--baseline and --baseline-home go together")
+    trees = {"this tree": (REPOSITORY, kept_folder(args.home))}
+    if args.baseline is not None:
+        trees = {"baseline": (args.baseline.resolve(), kept_folder(args.baseline_home)), **trees}
     print(f"machine: {machine()}")
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     warm = {}
@@ -91,8 +95,10 @@ def main() -> int:
             top = ", ".join(f"{step} {seconds:.2f}" for step, seconds in list(run["steps"].items())[:4])
             print(f"{name:>10}: {run['wall_s']:7.2f} s wall, {run['outside_steps_s']:5.2f} s outside the steps; {top}")
     medians = {name: statistics.median(run["wall_s"] for run in listed) for name, listed in runs.items()}
-    print("median: " + ", ".join(f"{name} {value:.2f} s" for name, value in medians.items())
-          + f"; this tree / baseline = {medians['this tree'] / medians['baseline']:.3f}")  # fmt: skip
+    ratio = ""
+    if "baseline" in medians:
+        ratio = f"; this tree / baseline = {medians['this tree'] / medians['baseline']:.3f}"
+    print("median: " + ", ".join(f"{name} {value:.2f} s" for name, value in medians.items()) + ratio)
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / f"edit-rebuild-{date.today().isoformat()}.json"
     target.write_text(json.dumps({
