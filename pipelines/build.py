@@ -50,24 +50,25 @@ def run_build(
 ) -> BuildOutcome:
     """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance.
     One build at a time per home: a build started while another runs waits for it, and says so once."""
-    with build_lock(home, on_wait=log.warning), _fewer_collections():
+    with build_lock(home, on_wait=log.warning), _collector_off():
         return _run_build(home, vault, extractor, full, embedder, extraction)
 
 
 @contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Python's cyclic garbage collector, rarely during a build and once in full after it. A build allocates
-    millions of short-lived containers (rows, tuples, terms) and makes few cycles, and with the default thresholds
-    the collector went over every live object hundreds of times a build: 5.5-5.9 s of a 61-65 s full build of
-    2,000 notes (1.0 s with these thresholds, the peak memory 1-3% higher) and 2.6-2.8 s of a one-note edit at
-    10,000 notes (0.4-0.7 s)."""
-    previous = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
+def _collector_off() -> Iterator[None]:
+    """Python's cyclic garbage collector off during a build; its previous state after. A build allocates millions
+    of short-lived containers (rows, tuples, terms) and makes few cycles, and every 100,000 net new containers the
+    collector walked all the young ones: 1.0-1.6 s of a one-note edit at 10,000 notes (and 0.5-0.6 s for the full
+    collection the build then ran), where a full collection after the build finds 20-900 objects in cycles (after
+    a 1,000-note full build: 20, its peak memory 2% higher). Cycles are left to the collector once it is back on;
+    a resident builder (`engram watch`) collects in full between builds, a one-off `engram build` exits."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*previous)
-        gc.collect()  # what cycles the build left, before a resident process (engram watch) waits for the next
+        if enabled:
+            gc.enable()
 
 
 def _run_build(

@@ -11,6 +11,7 @@ running beside another build of the same home.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ def watch(
             # first build creates the decisions store, which is no verdict.
             builds, built_revision = builds + 1, revision if revision is not None else _revision(home)
             on_build(outcome, time.perf_counter() - started)
+            gc.collect()  # the cycles the build left (it ran with the collector off), before waiting for the next
         else:
             time.sleep(settings.interval_s)
     return builds
