@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -21,6 +22,14 @@ from pipelines.cli_options import home_option as _home
 from pipelines.cli_options import operator_option as _operator
 from pipelines.cost_cli import add_commands as add_cost_commands
 from pipelines.git_cli import add_git_commands
+
+
+def run() -> None:
+    """The `engram` command: ``main``, then the process ends without Python's last collection, which walks every
+    object still alive (0.5-0.6 s after a one-note edit at 10,000 notes): they are all freed together at exit."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -624,4 +633,4 @@ def _dev(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
