@@ -31,7 +31,6 @@ from typing import Any
 from eval.build_benchmark import (
     REPOSITORY,
     edit_one_document,
-    engram_command,
     machine,
     parse_json_output,
     run_measured,
@@ -52,7 +51,9 @@ def kept_folder(folder: Path) -> Path:
 def edit_build(tree: Path, kept: Path, seed: int) -> dict[str, Any]:
     """Edit one note of ``kept``'s vault, then one `engram build` with ``tree`` first on the path."""
     edited = edit_one_document(kept / "vault", seed)
-    command = [*engram_command(), "build", "--vault", str(kept / "vault"), "--home", str(kept / "home"), "--json"]
+    # The module, not the installed script: the script imports the entry point of the tree it was installed from.
+    command = [sys.executable, "-m", "pipelines.cli", "build", "--vault", str(kept / "vault"), "--home",
+               str(kept / "home"), "--json"]  # fmt: skip
     with tempfile.TemporaryDirectory() as logs:
         measured = run_measured(command, Path(logs) / "edit", cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
     summary = parse_json_output(measured["stdout"]) or {}
