@@ -677,3 +677,38 @@ def test_kept_statement_files_that_cannot_be_read_are_joined_again(tmp_path: Pat
     assert kept is not None and kept.sources == {"a": "digest"} and kept.unchanged({"a": "digest", "b": "x"}) == {"a"}
     (tmp_path / edge_statements.ROWS_FILE).write_bytes(b"truncated")
     assert edge_statements.KeptStatements.load(tmp_path) is None
+
+
+def test_passage_dates_are_the_catalogs_or_computed_for_rows_synced_before_it_held_them() -> None:
+    import pandas as pd
+
+    from engramrag.retrieve.index_graph import _valid_from
+
+    passages = pd.DataFrame(
+        {
+            "path": ["a.md", "notes/2024-03-05-sync.md", "b.md", "c.md", "d.md"],
+            "title": ["A", "Sync", "B", "C", None],
+            "front_matter": [None, None, '{"date": "2023-01-02"}', None, None],
+            "mtime_ns": [None, None, None, 1_700_000_000 * 10**9, None],
+            "doc_date": ["2022-07-01", None, None, None, ""],
+            "date_source": ["git_first_commit", None, None, None, None],
+        }
+    ).astype({"doc_date": "str", "date_source": "str", "path": "str"})
+    found = _valid_from(passages)
+    assert found["valid_from"] == ["2022-07-01", "2024-03-05", "2023-01-02", "2023-11-14", None]
+    assert found["valid_from_source"] == ["git_first_commit", "file_name", "front_matter:date", "mtime", None]
+
+
+def test_keys_matched_between_two_lists_keep_only_rows_present_in_both_and_unchanged() -> None:
+    from engramrag.retrieve.neighbours import equal_rows, equal_values, match_keys
+
+    previous_keys, keys = ["a", "b", "c", "d"], ["b", "c", "d", "e"]
+    previous = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0]], dtype=np.float32)
+    current = np.array([[0.0, 1.0], [1.0, 1.5], [2.0, 2.0], [3.0, 3.0]], dtype=np.float32)  # c changed, e new
+    new_of_old, old_of_new, changed = match_keys(previous_keys, keys, equal_rows(previous, current, chunk=1))
+    assert new_of_old.tolist() == [-1, 0, -1, 2]  # a gone, c changed
+    assert old_of_new.tolist() == [1, -1, 3, -1] and changed.tolist() == [False, True, False, True]
+    assert match_keys(previous_keys, keys, equal_rows(previous, current[:, :1]))[2].all()  # another width: all changed
+    digests = match_keys(previous_keys, keys, equal_values(["1", "2", "3", "4"], ["2", "x", "4", "5"]))
+    assert [row.tolist() for row in digests] == [new_of_old.tolist(), old_of_new.tolist(), changed.tolist()]
+    assert [row.tolist() for row in match_keys([], keys, equal_values([], []))] == [[], [-1] * 4, [True] * 4]

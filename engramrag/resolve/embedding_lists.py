@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from engramrag.resolve.candidate_config import CandidateConfig
-from engramrag.retrieve.neighbours import match_keys
+from engramrag.retrieve.neighbours import equal_values, match_keys
 
 BLOCK = 2048
 DIGITS = 6
@@ -149,9 +149,7 @@ def update_lists(
     n, k = len(keys), _width(settings, searched)
     if previous is None or previous.settings != settings.fingerprint or previous.indices.shape[1] != k:
         return ListUpdate(search_lists(keys, digests, searched, settings), n, 0)
-    new_of_old, old_of_new, changed = match_keys(
-        previous.keys, keys, lambda old, new: previous.digests[old] == digests[new]
-    )
+    new_of_old, old_of_new, changed = match_keys(previous.keys, keys, equal_values(previous.digests, digests))
     kept = np.nonzero(~changed)[0]
     old_lists = previous.indices[old_of_new[kept]]
     mapped = np.where(old_lists >= 0, new_of_old[np.maximum(old_lists, 0)], -1)

@@ -26,7 +26,7 @@ import numpy as np
 
 from engramrag.resolve.embedding_lists import joined_texts, split_texts
 from engramrag.resolve.keytable import KeyTable
-from engramrag.retrieve.neighbours import match_keys
+from engramrag.retrieve.neighbours import equal_values, match_keys
 
 FILE = "scored_pairs.npz"
 PENDING = "scored_pairs.pending.npz"  # written before the catalog commits; renamed to FILE after
@@ -126,9 +126,7 @@ def plan_scoring(
     reason = whole or _why_whole(previous, settings)
     if reason is not None or previous is None:  # _why_whole names a missing previous run; this narrows the type
         return ScoringPlan(np.ones(len(left), dtype=bool), [], [], len(keys), reason)
-    new_of_old, _old_of_new, changed = match_keys(
-        previous.keys, keys, lambda old, new: previous.digests[old] == digests[new]
-    )
+    new_of_old, _old_of_new, changed = match_keys(previous.keys, keys, equal_values(previous.digests, digests))
     n = np.int64(len(keys))
     codes = left.astype(np.int64) * n + right.astype(np.int64)
     old_left, old_right = new_of_old[previous.left], new_of_old[previous.right]

@@ -30,7 +30,7 @@ from engramrag.retrieve.edge_statements import joined_rows, merged_rows, numbere
 from engramrag.retrieve.lexical import term_idf
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
 from engramrag.retrieve.note_bm25 import NoteIndex
-from engramrag.vault.dates import DocumentDate, document_date
+from engramrag.vault.dates import document_date
 
 HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
 
@@ -263,28 +263,24 @@ def _wordings(mentions: pd.DataFrame, entity_count: int) -> list[list[str]]:
 
 def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
     """Each note's date and where it came from: the catalog's (``engramrag/vault/dates.py``, git history
-    included); for a row synced before the catalog held dates, computed here without git history."""
-    found = []
-    for path, title, matter, mtime_ns, day, source in zip(
-        passages["path"], passages["title"], passages["front_matter"], passages["mtime_ns"],
-        passages["doc_date"], passages["date_source"], strict=True,
-    ):  # fmt: skip
-        if isinstance(day, str) and day:
-            found.append(DocumentDate(day, str(source)))
-            continue
-        found.append(
-            document_date(
+    included); for a row synced before the catalog held dates, computed here without git history. The catalog's
+    columns are read as lists: iterating six Arrow-backed columns together took 0.3 s of every index at 10,000
+    notes."""
+    values = passages["doc_date"].astype(object).tolist()
+    sources = [str(source) for source in passages["date_source"].astype(object).tolist()]
+    undated = [row for row, day in enumerate(values) if not (isinstance(day, str) and day)]
+    if undated:
+        columns = passages[["path", "title", "front_matter", "mtime_ns"]].iloc[undated].astype(object)
+        for row, (path, title, matter, mtime_ns) in zip(undated, columns.itertuples(index=False), strict=True):
+            found = document_date(
                 json.loads(matter) if isinstance(matter, str) and matter else {},
                 path,
-                title,
+                title if isinstance(title, str) else None,
                 None,
                 mtime_ns / 1e9 if mtime_ns is not None and not pd.isna(mtime_ns) else None,
             )
-        )
-    return {
-        "valid_from": [item.value if item else None for item in found],
-        "valid_from_source": [item.source if item else None for item in found],
-    }
+            values[row], sources[row] = (found.value, found.source) if found else (None, None)
+    return {"valid_from": values, "valid_from_source": sources}
 
 
 def node_specificity(documents: int, total: int) -> float:
