@@ -95,6 +95,19 @@ def test_an_update_equals_a_whole_search_and_searches_only_what_changed(tmp_path
     assert update.searched + update.kept == len(new_keys)
     assert 6 <= update.searched < 40  # the six new or changed keys, and the few full lists that lost a member
     assert proposed_pairs(update.lists, new_vectors, settings) == proposed_pairs(whole, new_vectors, settings)
+    # Given as a function, the searched vectors are made once for the edit, and not at all when no key's vector
+    # is new or changed (every list kept).
+    calls = []
+    lazily = update_lists(previous, new_keys, digests, lambda: calls.append(1) or searched, settings)
+    assert calls == [1] and np.array_equal(lazily.lists.indices, whole.indices)
+
+    def never() -> np.ndarray:
+        raise AssertionError("nothing to search")
+
+    unchanged = update_lists(update.lists, new_keys, digests, never, settings)
+    assert unchanged.kept == len(new_keys) and unchanged.searched == 0
+    assert np.array_equal(unchanged.lists.indices, whole.indices)
+    assert np.array_equal(unchanged.lists.similarities, whole.similarities)
 
     # The listed pairs' outcomes, kept from the first run: only pairs with a new or changed vector are compared,
     # and the proposed pairs are those of comparing every pair.

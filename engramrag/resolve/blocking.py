@@ -227,9 +227,9 @@ def _embedding_pairs(
     settings = search_settings(config, table.vectors.shape[1])
     if settings is None:
         return set()
-    searched = searched_vectors(table.vectors, table.has_vector, settings)
     digests = digests if digests is not None else vector_digests(table.vectors, table.has_vector)
-    update = update_lists(lists.previous if lists else None, table.keys, digests, searched, settings)
+    update = update_lists(lists.previous if lists else None, table.keys, digests,
+                          lambda: searched_vectors(table.vectors, table.has_vector, settings), settings)  # fmt: skip
     if lists is not None:
         lists.update = update
     return proposed_pairs(update.lists, table.vectors, settings, lists)
