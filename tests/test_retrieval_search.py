@@ -25,8 +25,10 @@ from engramrag.embed.base import EmbeddingServerError
 from engramrag.embed.hashing import HashEmbedder
 from engramrag.retrieve import IndexMissing, Retriever, search
 from engramrag.retrieve.context import AUTO_TURN_NOTICE
+from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, NEIGHBOURS, build_retrieval_index
 from engramrag.retrieve.published_index import current_index
 from engramrag.store import Home
+from engramrag.vault.config import VaultConfig, configured_bucket_count
 from engramrag.vault.ids import bucket_key, bucket_of
 from engramrag.vectors.lancedb_store import VectorStore
 from pipelines.build import run_build
@@ -193,6 +195,8 @@ def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
                         encoding="utf-8")
         run_bucket(vault, home, "tools/grafana.md", instance)
         assert current_index(home) != first_index
+        # A new entity: the entity vectors are written anew, not shared with the index before.
+        assert (current_index(home) / ENTITY_VECTORS).stat().st_ino != (first_index / ENTITY_VECTORS).stat().st_ino
         opened = Retriever.open(home)
         try:
             assert docs(opened.search("Zanzibar panel", k=3))[0] == "tools/grafana.md"
@@ -223,6 +227,17 @@ def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
         untouched = current_index(home)
         assert dg.materialize([retrieval_index], instance=instance, resources=resources).success
         assert current_index(home) == untouched, "an unchanged vault does not rebuild the index"
+        # Rebuilt with the same entities, vectors and neighbour lists: those files are the earlier index's, linked.
+        build_retrieval_index(home, VaultConfig(bucket_count=configured_bucket_count()), HashEmbedder(), force=True)
+        rebuilt = current_index(home)
+        assert rebuilt != untouched
+        for name in (ENTITY_VECTORS, ENTITY_DENSITY, NEIGHBOURS):
+            assert (rebuilt / name).stat().st_ino == (untouched / name).stat().st_ino, name
+        opened = Retriever.open(home)
+        try:
+            assert docs(opened.search("Grafana dashboards", k=3))
+        finally:
+            opened.close()
 
 
 class EmbeddingServer:
