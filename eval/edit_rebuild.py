@@ -102,6 +102,10 @@ def main() -> int:
     print("median: " + ", ".join(f"{name} {value:.2f} s" for name, value in medians.items()) + ratio)
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / f"edit-rebuild-{date.today().isoformat()}.json"
+    for number in range(2, 100):  # an earlier run of the day keeps its file
+        if not target.exists():
+            break
+        target = args.out / f"edit-rebuild-{date.today().isoformat()}-{number}.json"
     target.write_text(json.dumps({
         "machine": machine(), "command": sys.argv, "trees": {name: str(tree) for name, (tree, _) in trees.items()},
         "homes": {name: str(kept) for name, (_, kept) in trees.items()}, "warm_up": warm, "runs": runs,
