@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engramrag.npz_files import joined_texts, load_arrays, save_arrays, split_texts
 from engramrag.resolve.candidate_config import CandidateConfig
 from engramrag.retrieve.neighbours import equal_values, match_keys
 
@@ -58,28 +57,18 @@ class NeighbourLists:
     settings: str  # SearchSettings.fingerprint the lists were searched with
 
     def save(self, folder: Path) -> None:
-        _save_arrays(folder, FILE, keys=joined_texts(self.keys), digests=joined_texts(self.digests),
+        save_arrays(folder, FILE, keys=joined_texts(self.keys), digests=joined_texts(self.digests),
                      indices=self.indices, similarities=self.similarities, settings=joined_texts([self.settings]))
 
     @classmethod
     def load(cls, folder: Path) -> NeighbourLists | None:
         # None when missing or unreadable: searched afresh and written again.
-        stored = _load_arrays(folder / FILE, ("keys", "digests", "indices", "similarities", "settings"))
+        stored = load_arrays(folder / FILE, ("keys", "digests", "indices", "similarities", "settings"))
         if stored is None:
             return None
         keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
         lists = cls(keys, digests, stored["indices"], stored["similarities"], split_texts(stored["settings"])[0])
         return lists if len(keys) == len(digests) == lists.indices.shape[0] else None
-
-
-def joined_texts(texts: list[str]) -> np.ndarray:
-    """Texts as one UTF-8 byte array, a newline between them (a stable key holds no newline)."""
-    return np.frombuffer("\n".join(texts).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-
-
-def split_texts(stored: np.ndarray) -> list[str]:
-    text = stored.tobytes().decode("utf-8", "surrogatepass")
-    return text.split("\n") if stored.size else [""]
 
 
 @dataclass(frozen=True)
@@ -249,37 +238,18 @@ class PairCuts:
         return known, known & self.reached[at]
 
     def save(self, folder: Path) -> None:
-        _save_arrays(folder, CUTS_FILE, mixed=self.mixed, left=self.left, right=self.right, reached=self.reached,
+        save_arrays(folder, CUTS_FILE, mixed=self.mixed, left=self.left, right=self.right, reached=self.reached,
                      settings=joined_texts([self.settings]))  # fmt: skip
 
     @classmethod
     def load(cls, folder: Path) -> PairCuts | None:
         # None when missing or unreadable: every pair is compared again.
-        stored = _load_arrays(folder / CUTS_FILE, ("mixed", "left", "right", "reached", "settings"))
+        stored = load_arrays(folder / CUTS_FILE, ("mixed", "left", "right", "reached", "settings"))
         if stored is None:
             return None
         found = cls(stored["mixed"], stored["left"], stored["right"], stored["reached"],
                     split_texts(stored["settings"])[0])  # fmt: skip
         return found if len(found.mixed) == len(found.left) == len(found.right) == len(found.reached) else None
-
-
-def _save_arrays(folder: Path, name: str, **arrays: np.ndarray) -> None:
-    """``arrays`` as ``folder/name``, through a temporary file replaced at once."""
-    folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / f".{name}.{os.getpid()}.npz"
-    np.savez(temporary, **arrays)
-    os.replace(temporary, folder / name)
-
-
-def _load_arrays(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
-    """The named arrays of an ``.npz`` file, or None when it is missing, cannot be read or lacks one of them."""
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            return {name: stored[name] for name in names}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        return None
 
 
 def _digest_halves(digests: list[str]) -> np.ndarray:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engramrag.resolve.embedding_lists import joined_texts, split_texts
+from engramrag.npz_files import joined_texts, load_arrays, save_arrays, split_texts
 from engramrag.resolve.keytable import KeyTable
 from engramrag.retrieve.neighbours import equal_values, match_keys
 
@@ -46,14 +45,10 @@ class ScoredPairs:
 
     def save_pending(self, folder: Path) -> Path:
         """Write to the pending name; :func:`commit_pending` renames it once the catalog has committed."""
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".{PENDING}.{os.getpid()}.npz"
-        np.savez(
-            temporary, keys=joined_texts(self.keys), digests=joined_texts(self.digests), left=self.left,
+        return save_arrays(
+            folder, PENDING, keys=joined_texts(self.keys), digests=joined_texts(self.digests), left=self.left,
             right=self.right, settings=joined_texts([self.settings]), token=joined_texts([self.token]),
         )  # fmt: skip
-        os.replace(temporary, folder / PENDING)
-        return folder / PENDING
 
     @classmethod
     def load(cls, folder: Path, token: str | None) -> ScoredPairs | None:
@@ -150,17 +145,15 @@ def _why_whole(previous: ScoredPairs | None, settings: str) -> str | None:
 
 
 def _read(path: Path) -> ScoredPairs | None:
-    if not path.exists():
+    # None when missing or unreadable: everything is scored again and the file written anew.
+    stored = load_arrays(path, ("keys", "digests", "left", "right", "settings", "token"))
+    if stored is None:
         return None
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
-            pairs = ScoredPairs(
-                keys, digests, stored["left"].astype(np.int64), stored["right"].astype(np.int64),
-                split_texts(stored["settings"])[0], split_texts(stored["token"])[0],
-            )  # fmt: skip
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        return None  # unreadable: everything is scored again and the file written anew
+    keys, digests = split_texts(stored["keys"]), split_texts(stored["digests"])
+    pairs = ScoredPairs(
+        keys, digests, stored["left"].astype(np.int64), stored["right"].astype(np.int64),
+        split_texts(stored["settings"])[0], split_texts(stored["token"])[0],
+    )  # fmt: skip
     consistent = len(keys) == len(digests) and len(pairs.left) == len(pairs.right)
     in_range = not len(pairs.left) or (int(pairs.left.min()) >= 0 and int(pairs.right.max()) < len(keys))
     return pairs if consistent and in_range else None

@@ -13,12 +13,12 @@ a full run gives).
 from __future__ import annotations
 
 import hashlib
-import os
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from engramrag.npz_files import load_arrays, save_arrays
 
 FILE = "surface_pairs.npz"
 
@@ -54,22 +54,16 @@ class SurfacePairs:
         return dict(zip(zip(self.left.tolist(), self.right.tolist(), strict=True), edits, strict=True))
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".{FILE}.{os.getpid()}.npz"
-        np.savez(temporary, fingerprint=np.array(self.fingerprint), left=self.left, right=self.right, edit=self.edit)
-        os.replace(temporary, folder / FILE)
+        save_arrays(folder, FILE, fingerprint=np.array(self.fingerprint), left=self.left, right=self.right,
+                    edit=self.edit)  # fmt: skip
 
     @classmethod
     def load(cls, folder: Path, fingerprint: str) -> SurfacePairs | None:
         """The stored pairs when they were found for ``fingerprint``, else None."""
-        path = folder / FILE
-        if not path.exists():
-            return None
-        try:
-            with np.load(path, allow_pickle=False) as stored:
-                found = cls(str(stored["fingerprint"]), stored["left"].astype(np.int64),
-                            stored["right"].astype(np.int64), stored["edit"].astype(np.float64))  # fmt: skip
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return None  # unreadable: found afresh and written again
+        stored = load_arrays(folder / FILE, ("fingerprint", "left", "right", "edit"))
+        if stored is None:
+            return None  # missing or unreadable: found afresh and written again
+        found = cls(str(stored["fingerprint"]), stored["left"].astype(np.int64), stored["right"].astype(np.int64),
+                    stored["edit"].astype(np.float64))  # fmt: skip
         consistent = len(found.left) == len(found.right) == len(found.edit)
         return found if consistent and found.fingerprint == fingerprint else None
