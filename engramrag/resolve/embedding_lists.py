@@ -15,6 +15,7 @@ key is searched again). :func:`update_lists` gives exactly what :func:`search_li
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -139,14 +140,8 @@ def update_lists(
     ``searched``: the vectors searched on, or the function that gives them, called only when a key is new or its
     vector changed (an edit that adds no key keeps every list, and rotating every vector took 0.6 s at 10,000
     notes)."""
-    n, k = len(keys), max(1, min(settings.k, len(keys) - 1))
-    matrix: list[np.ndarray] = [searched] if isinstance(searched, np.ndarray) else []
-
-    def vectors() -> np.ndarray:
-        if not matrix:
-            matrix.append(searched())
-        return matrix[0]
-
+    n, k = len(keys), _width(settings, len(keys))
+    vectors = functools.cache(searched) if callable(searched) else lambda: searched
     if previous is None or previous.settings != settings.fingerprint or previous.indices.shape[1] != k:
         return ListUpdate(search_lists(keys, digests, vectors(), settings), n, 0)
     new_of_old, old_of_new, changed = match_keys(previous.keys, keys, equal_values(previous.digests, digests))
@@ -265,7 +260,7 @@ def _rows_against_later(
     searched: np.ndarray, rows: np.ndarray, settings: SearchSettings
 ) -> tuple[np.ndarray, np.ndarray]:
     """The lists of ``rows`` (sorted), each searched against every later key."""
-    n, k = searched.shape[0], _width(settings, searched)
+    n, k = searched.shape[0], _width(settings, searched.shape[0])
     narrow = searched.astype(np.float32)
     transposed = np.ascontiguousarray(narrow.T)
     indices = np.full((len(rows), k), -1, dtype=np.int64)
@@ -294,7 +289,7 @@ def _hits(
     searched: np.ndarray, rows: np.ndarray, columns: np.ndarray, settings: SearchSettings
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``rows``, its up to k best hits among ``columns`` later than it (padded with -1 / -inf)."""
-    k = _width(settings, searched)
+    k = _width(settings, searched.shape[0])
     indices = np.full((len(rows), k), -1, dtype=np.int64)
     similarities = np.full((len(rows), k), -np.inf, dtype=np.float64)
     if not len(columns):
@@ -317,7 +312,7 @@ def _ranked_hits(
     """Per row of a float32 ``block`` of similarities (``found``: where it is near the cut or above), its k best
     hits by float64 similarity (rounded), at or above the search cut, ties to the earlier key. Column c of the
     block is key ``offset + c`` (or ``columns[c]``)."""
-    k = _width(settings, searched)
+    k = _width(settings, searched.shape[0])
     busy = np.flatnonzero(found.any(axis=1))
     local, cols = np.nonzero(found[busy])  # a contiguous copy of the rows with hits: far faster than a strided view
     local = busy[local]
@@ -346,9 +341,9 @@ def _ranked_hits(
     return indices, similarities
 
 
-def _width(settings: SearchSettings, searched: np.ndarray) -> int:
+def _width(settings: SearchSettings, keys: int) -> int:
     """The length of a list: k, or fewer when there are fewer other keys."""
-    return max(1, min(settings.k, searched.shape[0] - 1))
+    return max(1, min(settings.k, keys - 1))
 
 
 def _best(candidates: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
