@@ -30,6 +30,7 @@ from engramrag.resolve.candidates import (
     find_candidates,
     front_matter_aliases,
 )
+from engramrag.resolve.evidence import EvidenceFinder, TextsOnDemand, mention_evidence
 from engramrag.resolve.judge import LLMJudge, parse_verdict
 from engramrag.resolve.judge_config import JudgeConfig, make_judge
 from engramrag.resolve.kinds import compatible
@@ -180,6 +181,41 @@ def test_evidence_quoted_before_is_reused_only_where_nothing_it_came_from_change
     assert {key for key in fresh if fresh[key][0] != first[key][0]} == touched & set(fresh)
     recomputed = {key: item for key, item in first.items() if key not in touched}
     assert find_candidates(mentions, changed, vectors, known_evidence=recomputed) == expected
+
+
+def test_evidence_signed_by_the_key_inputs_reads_only_the_rows_and_texts_it_quotes_from():
+    # Issue 16: at 100,000 notes reading every text of the keys an edit touched took 10 s. Signed by the digest of
+    # the key's mention rows and documents, kept evidence needs no row and no text, and quoting reads the first
+    # documents that hold the label, not all of a popular key's.
+    texts = {f"d{n:03}": (f"notes/{n:03}.md", f"# Note {n}\nMinji Park reviewed item {n}.\n") for n in range(200)}
+    texts["d000"] = ("notes/000.md", "# Note 0\nNothing about her here.\n")
+    rows = {"minji park": [(doc_id, "Minji Park", 2, 3 if doc_id < "d005" else 1) for doc_id in sorted(texts)]}
+    fetched: list[list[str]] = []
+
+    def fetch(doc_ids):
+        fetched.append(list(doc_ids))
+        return {doc_id: texts[doc_id] for doc_id in doc_ids if doc_id in texts}
+
+    on_demand = TextsOnDemand(fetch)
+    finder = EvidenceFinder(rows, on_demand, 2, inputs={"minji park": "digest-1"})
+    assert finder.stale(["minji park"]) == ["minji park"]
+    quoted = finder.of("minji park")
+    assert quoted == mention_evidence(rows["minji park"], texts, 2)  # what the whole texts give
+    assert [e.path for e in quoted] == ["notes/001.md", "notes/002.md"]
+    assert sum(map(len, fetched)) == 3  # d000 (no label), d001, d002: not the other 197
+    assert "missing" not in on_demand and fetched[-1] == ["missing"] and len(on_demand) == 3
+
+    # The next run: the same inputs digest keeps the evidence without rows or texts; a new digest quotes again.
+    known = dict(finder.quoted)
+    fetched.clear()
+    kept = EvidenceFinder({}, TextsOnDemand(fetch), 2, known, {"minji park": "digest-1"})
+    assert kept.stale(["minji park"]) == [] and kept.of("minji park") == quoted and kept.reused == 1
+    assert fetched == []
+    changed = EvidenceFinder(rows, TextsOnDemand(fetch), 2, known, {"minji park": "digest-2"})
+    assert changed.stale(["minji park"]) == ["minji park"] and changed.of("minji park") == quoted
+    assert changed.reused == 0 and changed.quoted["minji park"][0] != known["minji park"][0]
+    with pytest.raises(ValueError, match="inputs"):
+        EvidenceFinder(rows, texts, 2).stale(["minji park"])
 
 
 def test_candidates_frame_has_one_row_per_candidate_with_features(vault_candidates):

@@ -328,7 +328,7 @@ CREATE TABLE IF NOT EXISTS resolution_evidence (
 -- declared and written aliases as compact forms, its documents) and ``inputs``, a digest of the live mention rows and
 -- documents it was computed from. Written by ``lifecycle.resolution.refresh_candidates`` with the candidates; a key
 -- whose digest is unchanged keeps its row (``resolve.stored_keys``). The meta row ``resolution_keys`` names the code
--- the rows were computed with.
+-- the rows were computed with. The overlay (``refresh_overlay``) reads the kind a key's merges are checked by here.
 CREATE TABLE IF NOT EXISTS resolution_keys (
     entity_key VARCHAR PRIMARY KEY, inputs VARCHAR NOT NULL, label VARCHAR NOT NULL, kind VARCHAR NOT NULL,
     check_kind VARCHAR NOT NULL, declared VARCHAR[] NOT NULL, written VARCHAR[] NOT NULL, documents VARCHAR[] NOT NULL

@@ -4,9 +4,10 @@ Candidates are scored from the key table of the live mentions; a run scores agai
 a key whose row changed (or that blocking newly proposes) and keeps every other stored row (``resolve.scored_pairs``),
 so an edit costs the key table and the blocking, not a rescoring of every pair.
 
-The overlay combines the machine's confident pairs with what people
-decided in the decisions store and writes the clusters the retrieval index joins mentions by. Quads are never
-rewritten: a merge lives only in ``entity_clusters`` and in the index built from it.
+The overlay combines the machine's confident pairs with what people decided in the decisions store and writes the
+clusters the retrieval index joins mentions by. Only the keys a pair or a verdict names can join a cluster, so it reads
+just those keys' kinds from the key table the candidates wrote. Quads are never rewritten: a merge lives only in
+``entity_clusters`` and in the index built from it.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from engramrag.catalog.connection import catalog_writer, insert_frame, read_frame, refill_table, registered
+from engramrag.catalog.connection import catalog_writer, insert_frame, refill_table, registered
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.lifecycle.freshness import code_version
@@ -29,9 +30,8 @@ from engramrag.resolve.blocking import blocked_pairs, pair_rows, surface_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, PairCuts, vector_digests
-from engramrag.resolve.evidence import Evidence, evidence_from_json, evidence_json
-from engramrag.resolve.inputs import live_kind_counts, unknown_kinds
-from engramrag.resolve.keytable import key_kinds
+from engramrag.resolve.evidence import Evidence, EvidenceFinder, TextsOnDemand, evidence_from_json, evidence_json
+from engramrag.resolve.inputs import live_kind_totals, unknown_kinds
 from engramrag.resolve.scored_pairs import META_KEY as PAIRS_META_KEY
 from engramrag.resolve.scored_pairs import (
     ScoredPairs,
@@ -107,7 +107,7 @@ def refresh_candidates(
     code = code_version()
     with catalog_writer(home, config.bucket_count) as catalog:
         labels = live_label_keys(catalog)
-        kind_counts = live_kind_counts(catalog)
+        kind_counts = live_kind_totals(catalog)
         recorded = catalog.execute("SELECT value FROM meta WHERE key = ?", [PAIRS_META_KEY]).fetchone()
         rows = catalog.execute("SELECT count(*) FROM resolution_candidates").fetchone()[0]
     vectors = _key_vectors(home, embedder, labels)
@@ -133,12 +133,18 @@ def refresh_candidates(
     scored = [((i, j), blocked[i, j]) for i, j in zip(left[plan.score].tolist(), right[plan.score].tolist(),
                                                       strict=True)]  # fmt: skip
     asked = None if plan.whole else {table.keys[k] for (i, j), _ in scored for k in (i, j)}
+    quoted: dict[str, tuple[str, tuple]] = {}
     with catalog_writer(home, config.bucket_count) as catalog:
         known = _known_evidence(catalog, asked)
-        table.mentions = key_mention_lists(catalog, labels, asked)
-        documents = _evidence_documents(catalog, table.mentions)
-    quoted: dict[str, tuple[str, tuple]] = {}
-    candidates = score_pairs(table, scored, candidate_config, documents, known, quoted)
+        texts = TextsOnDemand(lambda doc_ids: _document_texts(catalog, doc_ids))
+        limit = candidate_config.evidence_per_side
+        finder = EvidenceFinder({}, texts, limit, known, dict(zip(table.keys, update.inputs, strict=True)))
+        # Only the keys whose evidence cannot be kept need their mention rows, and only their first documents'
+        # texts (a key named in thousands of notes is quoted from the first few that hold its label).
+        stale = finder.stale(table.keys if asked is None else sorted(asked))
+        table.mentions = finder.mentions = key_mention_lists(catalog, labels, set(stale)) if stale else {}
+        texts.prefetch(_first_documents(table.mentions, limit + 1))
+        candidates = score_pairs(table, scored, candidate_config, quoted=quoted, evidence=finder)
     reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
     verdicts = judge([c for c in candidates if not c.vetoed and not c.auto_merge]) if judge else {}
     frame = _candidate_rows(candidates, verdicts)
@@ -217,19 +223,19 @@ def _write_candidates(
         insert_frame(catalog, "resolution_evidence", evidence)
 
 
-def _evidence_documents(
-    catalog: duckdb.DuckDBPyConnection, mentions: dict[str, list[tuple[str, str, int | None, int]]]
-) -> pd.DataFrame:
-    """doc_id, path and text of the documents the given mention lists are in: what evidence is quoted from."""
-    wanted = pd.DataFrame({"doc_id": sorted({row[0] for rows in mentions.values() for row in rows})}, dtype=object)
-    if not len(wanted):
-        return pd.DataFrame({"doc_id": [], "path": [], "text": []}, dtype=object)
-    with registered(catalog, "evidence_documents", wanted):
-        return read_frame(
-            catalog,
-            "SELECT doc_id, path, text FROM documents WHERE doc_id IN (SELECT doc_id FROM evidence_documents) "
-            "ORDER BY path",
-        )
+def _document_texts(catalog: duckdb.DuckDBPyConnection, doc_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """doc_id -> (path, text) of the given documents: what evidence is quoted from."""
+    with registered(catalog, "evidence_documents", pd.DataFrame({"doc_id": list(doc_ids)}, dtype=object)):
+        rows = catalog.execute(
+            "SELECT doc_id, path, text FROM documents WHERE doc_id IN (SELECT doc_id FROM evidence_documents)"
+        ).fetchall()
+    return {doc_id: (path, text) for doc_id, path, text in rows}
+
+
+def _first_documents(mentions: dict[str, list[tuple[str, str, int | None, int]]], count: int) -> set[str]:
+    """The first ``count`` documents of each key's mention rows (most mentioned first): those its evidence is
+    quoted from unless they do not hold the label as written."""
+    return {doc_id for rows in mentions.values() for doc_id in list(dict.fromkeys(row[0] for row in rows))[:count]}
 
 
 def _known_evidence(
@@ -265,13 +271,14 @@ def refresh_overlay(
     candidate_config = candidate_config or CandidateConfig()
     verdicts = DecisionsStore.for_home(home).current(MERGE)
     with catalog_writer(home, config.bucket_count) as catalog:
-        mentions = live_kind_counts(catalog)
+        kind_totals = live_kind_totals(catalog)
         automatic = _automatic_pairs(catalog)
-    kinds = key_kinds(mentions)
-    keys = list(kinds)
-    known = set(keys)
-    automatic = [(left, right, score) for left, right, score in automatic if left in known and right in known]
-    clustering = cluster(keys, automatic, verdicts, candidate_config.auto_merge_threshold, kinds=kinds)
+        named = {key for left, right, _ in automatic for key in (left, right)}
+        named |= {key for verdict in verdicts for key in (verdict.left_key, verdict.right_key)}
+        kinds, key_count = _compared_kinds(catalog, named)
+    # Only the keys a pair or a verdict names can join a cluster; every other key stays alone and writes no row.
+    automatic = [(left, right, score) for left, right, score in automatic if left in kinds and right in kinds]
+    clustering = cluster(list(kinds), automatic, verdicts, candidate_config.auto_merge_threshold, kinds=kinds)
     rows = pd.DataFrame(
         [
             (key, cluster_key)
@@ -294,15 +301,26 @@ def refresh_overlay(
         catalog.execute("COMMIT")
     groups = clustering.clusters
     summary = OverlaySummary(
-        keys=len(keys),
+        keys=key_count,
         clusters=sum(1 for members in groups.values() if len(members) > 1),
         merged_keys=sum(len(members) for members in groups.values() if len(members) > 1),
         person_verdicts=len(verdicts),
         blocked=[item.reason for item in clustering.blocked if item.source == "automatic"],
         conflicts=[item.reason for item in clustering.conflicts],
-        unknown_kinds=unknown_kinds(mentions),
+        unknown_kinds=unknown_kinds(kind_totals),
     )
     return summary, clustering
+
+
+def _compared_kinds(catalog: duckdb.DuckDBPyConnection, keys: set[str]) -> tuple[dict[str, str], int]:
+    """Of ``keys``, the live ones with the core kind each is compared by, as the key table the candidates step
+    just wrote has it (``resolution_keys``, one row per live stable key); and how many live keys there are."""
+    with registered(catalog, "named_keys", pd.DataFrame({"key": sorted(keys)}, dtype=object)):
+        found = catalog.execute(
+            "SELECT entity_key, check_kind FROM resolution_keys WHERE entity_key IN (SELECT key FROM named_keys) "
+            "ORDER BY entity_key"
+        ).fetchall()
+    return dict(found), catalog.execute("SELECT count(*) FROM resolution_keys").fetchone()[0]
 
 
 def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -313,14 +331,15 @@ def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> dict[s
     if not names:
         return {}
     norms = np.linalg.norm(matrix, axis=1)
-    row_of = {name: i for i, name in enumerate(names) if norms[i] > 0}
-    chosen: dict[str, int] = {}
-    for label, key in labels[["label", "key"]].itertuples(index=False):
-        if key not in chosen and label in row_of:
-            chosen[key] = row_of[label]
-    rows = np.fromiter(chosen.values(), dtype=np.int64, count=len(chosen))
-    unit = matrix[rows] / norms[rows, None]
-    return {key: unit[i] for i, key in enumerate(chosen)}
+    # As columns, not a loop over every label: a name stored twice answers with its last row of non-zero length.
+    stored = pd.Index(names)[norms > 0]
+    rows = np.flatnonzero(norms > 0)[~stored.duplicated(keep="last")]
+    found = pd.Index(np.asarray(names, dtype=object)[rows]).get_indexer(labels["label"])
+    chosen = pd.DataFrame({"key": labels["key"].to_numpy(), "row": found})
+    chosen = chosen[chosen["row"] >= 0].drop_duplicates("key")  # each key's first label with a vector
+    picked = rows[chosen["row"].to_numpy()]
+    unit = matrix[picked] / norms[picked, None]
+    return dict(zip(chosen["key"].tolist(), unit, strict=True))
 
 
 def _automatic_pairs(catalog: duckdb.DuckDBPyConnection) -> list[tuple[str, str, float]]:

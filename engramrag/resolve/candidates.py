@@ -152,9 +152,11 @@ def score_pairs(
     documents: pd.DataFrame | None = None,
     known_evidence: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
     quoted: dict[str, tuple[str, tuple[Evidence, ...]]] | None = None,
+    evidence: EvidenceFinder | None = None,
 ) -> list[Candidate]:
     """The candidates among ``pairs`` of key-table rows (each with its edit feature when the blocking computed it),
-    with their evidence, best first (see ``find_candidates`` for the other arguments)."""
+    with their evidence, best first (see ``find_candidates`` for the other arguments). ``evidence``: the finder
+    to quote with, instead of one made from ``documents``' texts, ``table.mentions`` and ``known_evidence``."""
     scorer = _Scorer(table, config)
     found = []
     progress = Progress("resolve entities", len(pairs), every=500)
@@ -163,9 +165,11 @@ def score_pairs(
         if candidate is not None:
             found.append(candidate)
         progress.advance()
-    texts = document_texts(documents)
-    if texts:
-        finder = EvidenceFinder(table.mentions, texts, config.evidence_per_side, known_evidence)
+    finder = evidence
+    if finder is None:
+        texts = document_texts(documents)
+        finder = EvidenceFinder(table.mentions, texts, config.evidence_per_side, known_evidence) if texts else None
+    if finder is not None:
         found = [
             replace(c, left_evidence=finder.of(c.left_key), right_evidence=finder.of(c.right_key)) for c in found
         ]

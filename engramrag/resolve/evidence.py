@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -41,10 +41,13 @@ def document_texts(documents: pd.DataFrame | None) -> dict[str, tuple[str, str]]
 class EvidenceFinder:
     """Evidence per key, computed once per key and with each document's line offsets computed once.
 
-    ``known`` holds evidence quoted by an earlier run, per key with the signature of what it was quoted from (the
-    key's mention rows, the texts of their documents and the limit): a key whose signature is unchanged gets it
-    back instead of being searched again, which is exact because the evidence is a function of those alone. After
-    a run, ``quoted`` is every key asked for with its signature and evidence, for the next run."""
+    ``known`` holds evidence quoted by an earlier run, per key with the signature of what it was quoted from: a key
+    whose signature is unchanged gets it back instead of being searched again, which is exact because the evidence
+    is a function of those alone. The signature is made from ``inputs`` when given (per key, a digest that already
+    covers its mention rows and its documents' paths and texts: ``resolve.stored_keys.key_inputs``), so a key
+    whose evidence is kept needs neither its mention rows nor a text; without ``inputs`` it is made from the
+    mention rows and the texts themselves. After a run, ``quoted`` is every key asked for with its signature and
+    evidence, for the next run."""
 
     def __init__(
         self,
@@ -52,9 +55,11 @@ class EvidenceFinder:
         texts: Mapping[str, tuple[str, str]],
         limit: int,
         known: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
+        inputs: Mapping[str, str] | None = None,
     ) -> None:
         self.mentions, self.texts, self.limit = mentions, texts, limit
         self.known = known or {}
+        self.inputs = inputs
         self.offsets: dict[str, list[int]] = {}
         self.text_hashes: dict[str, str] = {}
         self.quoted: dict[str, tuple[str, tuple[Evidence, ...]]] = {}
@@ -63,21 +68,31 @@ class EvidenceFinder:
     def of(self, key: str) -> tuple[Evidence, ...]:
         """The evidence sentences of ``key`` (see ``mention_evidence``)."""
         if key not in self.quoted:
-            rows = self.mentions.get(key, [])
-            signature = self._signature(rows)
+            signature = self.signature(key)
             earlier = self.known.get(key)
             if earlier is not None and earlier[0] == signature:
                 self.reused += 1
                 self.quoted[key] = earlier
             else:
+                rows = self.mentions.get(key, [])
                 self.quoted[key] = (signature, mention_evidence(rows, self.texts, self.limit, self.offsets))
         return self.quoted[key][1]
 
-    def _signature(self, rows: list[tuple[str, str, int | None, int]]) -> str:
+    def signature(self, key: str) -> str:
+        """A digest of what ``key``'s evidence is quoted from (and of the limit)."""
+        if self.inputs is not None:
+            return inputs_signature(self.limit, self.inputs.get(key, ""))
         digest = hashlib.blake2b(f"{self.limit}".encode(), digest_size=16)
-        for doc_id, label, first_line, count in rows:
+        for doc_id, label, first_line, count in self.mentions.get(key, []):
             digest.update(f"\x1f{doc_id}\x1e{label}\x1e{first_line}\x1e{count}\x1e{self._text_hash(doc_id)}".encode())
         return digest.hexdigest()
+
+    def stale(self, keys: Iterable[str]) -> list[str]:
+        """Those of ``keys`` whose known evidence does not match their signature: the keys that must be quoted
+        (needs ``inputs``: otherwise the signature itself needs the mention rows and texts)."""
+        if self.inputs is None:
+            raise ValueError("stale() needs the keys' inputs digests; without them every key's rows are needed")
+        return [key for key in keys if self.known.get(key, ("",))[0] != self.signature(key)]
 
     def _text_hash(self, doc_id: str) -> str:
         if doc_id not in self.text_hashes:
@@ -86,6 +101,47 @@ class EvidenceFinder:
             digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             self.text_hashes[doc_id] = "-" if found is None else digest
         return self.text_hashes[doc_id]
+
+
+def inputs_signature(limit: int, inputs: str) -> str:
+    """The evidence signature of a key whose mention rows and documents have the digest ``inputs``."""
+    return hashlib.blake2b(f"{limit}\x1finputs\x1f{inputs}".encode(), digest_size=16).hexdigest()
+
+
+class TextsOnDemand(Mapping[str, tuple[str, str]]):
+    """doc_id -> (path, text), read when first asked for through ``fetch`` (doc ids -> their (path, text); an id
+    it does not return is a document it does not have). Quoting stops at the first few documents of a key, so a
+    key mentioned in thousands of notes reads a handful of texts, not all of them; ``prefetch`` reads the ones
+    known to be wanted in one go."""
+
+    def __init__(self, fetch: Callable[[Sequence[str]], Mapping[str, tuple[str, str]]]) -> None:
+        self.fetch = fetch
+        self.found: dict[str, tuple[str, str] | None] = {}
+
+    def prefetch(self, doc_ids: Iterable[str]) -> None:
+        wanted = sorted({doc_id for doc_id in doc_ids if doc_id not in self.found})
+        if wanted:
+            fetched = self.fetch(wanted)
+            self.found.update({doc_id: fetched.get(doc_id) for doc_id in wanted})
+
+    def __getitem__(self, doc_id: str) -> tuple[str, str]:
+        self.prefetch([doc_id])
+        found = self.found[doc_id]
+        if found is None:
+            raise KeyError(doc_id)
+        return found
+
+    def __contains__(self, doc_id: object) -> bool:
+        if not isinstance(doc_id, str):
+            return False
+        self.prefetch([doc_id])
+        return self.found[doc_id] is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (doc_id for doc_id, found in self.found.items() if found is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for found in self.found.values() if found is not None)
 
 
 def evidence_json(items: tuple[Evidence, ...]) -> str:

@@ -45,13 +45,13 @@ def live_mentions(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     ).astype(object)  # iterated row by row by resolution: Arrow-backed strings cost more than the work
 
 
-def live_kind_counts(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """The live mentions grouped by (label, kind, core_kind), with how many mention rows each group has in
-    ``rows``: all the overlay reads of them (the kind each key is compared by), a tenth of the rows."""
+def live_kind_totals(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The live mentions grouped by (kind, core_kind), with how many mention rows each group has in ``rows``: what
+    ``unknown_kinds`` reads (a few dozen rows; grouping by label too made hundreds of thousands at 100,000 notes)."""
     return read_frame(
         catalog,
         f"""
-        SELECT e.label, e.kind, {core_kind_column(catalog)} AS core_kind, count(*) AS rows
+        SELECT e.kind, {core_kind_column(catalog)} AS core_kind, count(*) AS rows
         FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone GROUP BY ALL ORDER BY ALL
         """
     ).astype(object)
@@ -84,7 +84,7 @@ def _core(kind: str, declared: Any, custom_kinds: Mapping[str, str] | None) -> s
 __all__ = [
     "MENTION_COLUMNS",
     "core_kind_column",
-    "live_kind_counts",
+    "live_kind_totals",
     "live_mentions",
     "mention_columns",
     "mention_core_kinds",

@@ -292,20 +292,6 @@ def comparable_kind(kinds: Counter[str]) -> str:
     return "Concept" if kind in WEAK_KINDS else kind
 
 
-def key_kinds(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Per stable key, the core kind it is compared by, as the candidates compare it (for the clusters' kind
-    check): a custom kind as its declared core kind, an unknown kind as Concept. ``mentions`` may be grouped, with
-    the number of mention rows each row stands for in ``rows`` (``resolve.inputs.live_kind_counts``)."""
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    cores = mention_core_kinds(mentions, custom_kinds)
-    weights = mentions["rows"].tolist() if "rows" in mentions.columns else [1] * len(mentions)
-    for label, core, weight in zip(mentions["label"], cores, weights, strict=True):
-        key = normalise_label(str(label))
-        if key:
-            counts[key][core or "Concept"] += weight
-    return {key: comparable_kind(counts[key]) for key in sorted(counts)}
-
-
 def _declare_from_front_matter(documents: pd.DataFrame, title_key: dict[str, str], declared: dict[str, set[str]]):
     """Front-matter aliases of notes, declared for the key of the note's title."""
     present = [name for name in ("aliases", "front_matter") if name in documents.columns]
