@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from engramrag.arrow_files import UNREADABLE, read_table, write_table
@@ -100,17 +102,32 @@ class BodyTerms:
     def of(self, hashes: Sequence[str], texts: Sequence[str | None]) -> tuple[Tokens, Tokens]:
         """Per note (its text hash, and its text where the hash is ``missing``): its terms and its stems, cut only
         for texts not seen before."""
+        to_cut: dict[str, str] = {}
         for digest, text in zip(hashes, texts, strict=True):
-            if digest in self.known or digest in self._fresh:
+            if digest in self.known or digest in self._fresh or digest in to_cut:
                 self.reused += 1
                 continue
             if not isinstance(text, str):
                 raise ValueError(f"the terms of text {digest} are not known and its text was not given")
-            listed = terms(text)
-            self._fresh[digest] = {"terms": self._numbered("terms", listed),
-                                   "stems": self._numbered("stems", stemmed(listed))}  # fmt: skip
-            self.cut += 1
+            to_cut[digest] = text
+        if to_cut:
+            self._cut(to_cut)
         return self._gathered("terms", hashes), self._gathered("stems", hashes)
+
+    def _cut(self, texts: dict[str, str]) -> None:
+        """Cut ``texts`` (hash -> text) into terms, numbered together: each distinct term is looked up in the
+        vocabulary and stemmed once, not once per occurrence (a full build at 10,000 notes numbered and stemmed
+        seven million occurrences of about a hundred thousand terms one by one: 10 of its 18 s of cutting)."""
+        listed = [terms(text) for text in texts.values()]
+        flat = np.fromiter(chain.from_iterable(listed), dtype=object, count=sum(map(len, listed)))
+        codes, distinct = pd.factorize(flat)  # distinct terms in the order they first occur
+        distinct = distinct.tolist()
+        term_ids = self._numbers("terms", distinct)[codes]
+        stem_ids = self._numbers("stems", stemmed(distinct))[codes]
+        bounds = np.cumsum([0, *map(len, listed)]).tolist()
+        for (digest, _), start, end in zip(texts.items(), bounds, bounds[1:], strict=False):
+            self._fresh[digest] = {"terms": np.sort(term_ids[start:end]), "stems": np.sort(stem_ids[start:end])}
+        self.cut += len(texts)
 
     def save(self, folder: Path, hashes: Sequence[str]) -> None:
         """Write the terms of the texts this index holds (``hashes``), dropping those of notes gone since."""
@@ -122,18 +139,19 @@ class BodyTerms:
                        f"{kind}_offsets": kept.offsets}  # fmt: skip
         np.savez(folder / FILE, **arrays)
 
-    def _numbered(self, kind: str, words: list[str]) -> np.ndarray:
+    def _numbers(self, kind: str, words: list[str]) -> np.ndarray:
+        """The vocabulary ids of ``words``; a word not in the vocabulary is added at its end, in the order given."""
         if kind not in self._numbering:
             self._numbering[kind] = {word: number for number, word in enumerate(self._vocab[kind])}
         numbering, vocab = self._numbering[kind], self._vocab[kind]
-        ids = []
-        for word in words:
+        ids = np.empty(len(words), dtype=np.int64)
+        for position, word in enumerate(words):
             number = numbering.get(word)
             if number is None:
                 number = numbering[word] = len(vocab)
                 vocab.append(word)
-            ids.append(number)
-        return np.sort(np.asarray(ids, dtype=np.int64))
+            ids[position] = number
+        return ids
 
     def _gathered(self, kind: str, hashes: Sequence[str]) -> Tokens:
         ids, offsets = self._ids[kind], self._offsets[kind]
