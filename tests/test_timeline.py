@@ -17,7 +17,8 @@ import pytest
 
 from assets.partitions import BUCKET_COUNT
 from engramrag.lifecycle.timeline import refresh_timeline
-from engramrag.ontology.quadstore import QuadStore
+from engramrag.ontology.quadstore import QuadStore, parse_nquads
+from engramrag.ontology.vocab import document_graphs
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from pipelines.build import run_build
@@ -284,6 +285,13 @@ def test_a_rejection_wins_and_editing_the_newest_note_back_flips_what_is_current
     meeting = copy / "meetings/2024-06-10-결제-회의.md"
     meeting.write_text(meeting.read_text(encoding="utf-8").replace("이서연", "Minji Park"), encoding="utf-8")
     _build(home, copy)
+    # The edited note was extracted again (its graphs rewritten): the timeline's quads in them were written back.
+    recorded = [row[0] for row in rows(home, "SELECT nquad FROM timeline_quads")]
+    meeting_graphs = {str(graph) for graph in document_graphs("meetings/2024-06-10-결제-회의.md")}
+    with QuadStore.opened(home.quads_path, read_only=True) as store:
+        quads = parse_nquads(recorded)
+        assert [quad for quad in quads if not store.contains(quad)] == []
+        assert any(quad.graph_name.value in meeting_graphs for quad in quads)
     pairs = {(earlier, later) for earlier, later in rows(
         home, "SELECT earlier_path, later_path FROM document_supersessions")}  # fmt: skip
     assert ("runbooks/old-on-call-plan.md", "runbooks/on-call-rota.md") not in pairs

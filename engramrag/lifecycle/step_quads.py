@@ -8,7 +8,7 @@ the next run removes exactly what it no longer adds. One rule for both: swap the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 import duckdb
 import pandas as pd
@@ -21,11 +21,16 @@ from engramrag.store import Home
 RECORD_TABLES = frozenset({"timeline_quads", "supersession_quads"})
 
 
-def swap_step_quads(home: Home, catalog: duckdb.DuckDBPyConnection, table: str, quads: Iterable[ox.Quad]) -> QuadSwap:
-    """Make ``quads`` the step's quads in the store (the recorded ones it no longer adds are removed)."""
+def swap_step_quads(
+    home: Home, catalog: duckdb.DuckDBPyConnection, table: str, quads: Iterable[ox.Quad],
+    rewritten: Container[ox.NamedNode] | None = None,
+) -> QuadSwap:  # fmt: skip
+    """Make ``quads`` the step's quads in the store (the recorded ones it no longer adds are removed). ``rewritten``:
+    the graphs that can have been rewritten since the step's last swap, when the step knows them
+    (``QuadStore.swap_quads``)."""
     recorded = [row[0] for row in catalog.execute(f"SELECT nquad FROM {_checked(table)}").fetchall()]
     with QuadStore.opened(home.quads_path) as store:
-        return store.swap_quads(recorded, quads)
+        return store.swap_quads(recorded, quads, rewritten)
 
 
 def record_swap(catalog: duckdb.DuckDBPyConnection, table: str, swap: QuadSwap) -> None:

@@ -18,6 +18,7 @@ step wrote last time are recorded, so a withdrawn declaration or a rejected pair
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -45,7 +46,15 @@ from engramrag.ontology.graphs import (
     XSD_DATE,
     XSD_INTEGER,
 )
-from engramrag.ontology.vocab import ENGRAM, PROV, agent_iri, analysis_graph_iri, document_iri, extractor_iri
+from engramrag.ontology.vocab import (
+    ENGRAM,
+    PROV,
+    agent_iri,
+    analysis_graph_iri,
+    document_graphs,
+    document_iri,
+    extractor_iri,
+)
 from engramrag.revise.declarations import (
     Declaration,
     declared_by,
@@ -149,8 +158,11 @@ def refresh_timeline(
     quads = list(dict.fromkeys(quads))
     frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
     value_frame = pd.DataFrame([_value_dict(v) for v in values], columns=VALUE_COLUMNS)
+    # A note's graphs are rewritten only when it is extracted again, which makes it one of the notes derived now.
+    every = derive_all or len(vault.derived) == len(documents)
+    rewritten = None if every else _graphs_of(documents, vault.derived)
     with catalog_writer(home, config.bucket_count) as catalog:
-        swap = swap_step_quads(home, catalog, "timeline_quads", quads)
+        swap = swap_step_quads(home, catalog, "timeline_quads", quads, rewritten)
         catalog.execute("BEGIN")
         refill_table(catalog, "document_supersessions", frame)
         refill_table(catalog, "property_values", value_frame)
@@ -165,6 +177,12 @@ def refresh_timeline(
         proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=swap.inserted,
         quads_removed=len(swap.released), notes_derived=len(vault.derived), notes_kept=len(facts) - len(vault.derived),
     )
+
+
+def _graphs_of(documents: pd.DataFrame, doc_ids: Iterable[str]) -> set[ox.NamedNode]:
+    """The named graphs of the given notes (``documents``: doc_id, path)."""
+    path_of = dict(zip(documents["doc_id"], documents["path"], strict=True))
+    return {ox.NamedNode(str(graph)) for doc_id in doc_ids for graph in document_graphs(path_of[doc_id])}
 
 
 @dataclass(frozen=True)
