@@ -320,7 +320,7 @@ def _compared_kinds(catalog: duckdb.DuckDBPyConnection, keys: set[str]) -> tuple
             "SELECT entity_key, check_kind FROM resolution_keys WHERE entity_key IN (SELECT key FROM named_keys) "
             "ORDER BY entity_key"
         ).fetchall()
-    return dict(found), catalog.execute("SELECT count(*) FROM resolution_keys").fetchone()[0]
+    return dict(found), catalog.execute("SELECT count(*) FROM resolution_keys").fetchall()[0][0]
 
 
 def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> dict[str, np.ndarray]:
