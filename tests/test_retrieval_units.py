@@ -712,3 +712,18 @@ def test_keys_matched_between_two_lists_keep_only_rows_present_in_both_and_uncha
     digests = match_keys(previous_keys, keys, equal_values(["1", "2", "3", "4"], ["2", "x", "4", "5"]))
     assert [row.tolist() for row in digests] == [new_of_old.tolist(), old_of_new.tolist(), changed.tolist()]
     assert [row.tolist() for row in match_keys([], keys, equal_values([], []))] == [[], [-1] * 4, [True] * 4]
+
+
+def test_two_index_builds_in_one_second_get_two_folders_in_the_order_they_ran(tmp_path) -> None:
+    # A forced rebuild right after a build (same fingerprint, same second) once failed to publish: its folder existed.
+    from engramrag.retrieve.index_build import _version_name
+    from engramrag.store import Home
+
+    home = Home.at(tmp_path / "home")
+    home.ppr_path.mkdir(parents=True)
+    first = _version_name(home, "f" * 40)
+    (home.ppr_path / first).mkdir()
+    second = _version_name(home, "f" * 40)
+    assert second != first and sorted([second, first]) == [first, second]
+    (home.ppr_path / second).mkdir()
+    assert first[:15] < "20991231T235959" and first.endswith("-" + "f" * 12)

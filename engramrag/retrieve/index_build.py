@@ -90,7 +90,7 @@ def build_retrieval_index(
     previous = _previous_neighbours(current, embedder, index_config)
     graph = assemble_graph(tables, vectors, index_config, previous, body_terms, wording_terms)
     progress.advance()
-    version = f"{time.strftime('%Y%m%dT%H%M%S')}-{fingerprint[:12]}"
+    version = _version_name(home, fingerprint)
     target = home.ppr_path / version
     staging = home.ppr_path / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
@@ -119,6 +119,20 @@ def build_retrieval_index(
         update.recomputed, update.kept, body_terms.cut, body_terms.reused, wording_terms.cut,
         statements_joined_notes=len(tables["joined_documents"]), statements_kept_notes=tables["kept_documents"],
     )
+
+
+def _version_name(home: Home, fingerprint: str) -> str:
+    """A new index folder's name: its time to the microsecond (names sort as the builds ran; two builds of one
+    fingerprint in one second, a forced rebuild right after a build, once got the same name and the second failed
+    to publish), and a number after it should that name be taken all the same."""
+    now = time.time()
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S', time.localtime(now))}{int(now % 1 * 1_000_000):06d}"
+    version = f"{stamp}-{fingerprint[:12]}"
+    number = 1
+    while (home.ppr_path / version).exists() or (home.ppr_path / f".{version}.partial").exists():
+        number += 1
+        version = f"{stamp}-{fingerprint[:12]}-{number}"
+    return version
 
 
 def _publish(home: Home, version: str) -> None:
