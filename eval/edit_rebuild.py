@@ -69,6 +69,17 @@ def edit_build(tree: Path, kept: Path, seed: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def unused_result_path(folder: Path, stem: str) -> Path:
+    """``folder/<stem>-<today>.json``, numbered when a run earlier today wrote that file (it is kept)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{stem}-{date.today().isoformat()}.json"
+    for number in range(2, 100):
+        if not target.exists():
+            break
+        target = folder / f"{stem}-{date.today().isoformat()}-{number}.json"
+    return target
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, required=True, help="Kept folder this tree builds.")
@@ -100,12 +111,7 @@ def main() -> int:
     if "baseline" in medians:
         ratio = f"; this tree / baseline = {medians['this tree'] / medians['baseline']:.3f}"
     print("median: " + ", ".join(f"{name} {value:.2f} s" for name, value in medians.items()) + ratio)
-    args.out.mkdir(parents=True, exist_ok=True)
-    target = args.out / f"edit-rebuild-{date.today().isoformat()}.json"
-    for number in range(2, 100):  # an earlier run of the day keeps its file
-        if not target.exists():
-            break
-        target = args.out / f"edit-rebuild-{date.today().isoformat()}-{number}.json"
+    target = unused_result_path(args.out, "edit-rebuild")
     target.write_text(json.dumps({
         "machine": machine(), "command": sys.argv, "trees": {name: str(tree) for name, (tree, _) in trees.items()},
         "homes": {name: str(kept) for name, (_, kept) in trees.items()}, "warm_up": warm, "runs": runs,

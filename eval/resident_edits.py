@@ -21,12 +21,11 @@ import resource
 import statistics
 import sys
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from eval.build_benchmark import REPOSITORY, edit_one_document, machine, step_times
-from eval.edit_rebuild import kept_folder
+from eval.edit_rebuild import kept_folder, unused_result_path
 
 
 def main() -> int:
@@ -72,12 +71,7 @@ def main() -> int:
     watch(Home.at(kept / "home"), kept / "vault", settings, on_build)
     median = statistics.median(run["edit_to_built_s"] for run in runs) if runs else None
     print(f"median edit: {median} s over {len(runs)} edits")
-    args.out.mkdir(parents=True, exist_ok=True)
-    target = args.out / f"resident-edits-{date.today().isoformat()}.json"
-    for number in range(2, 100):  # an earlier run of the day keeps its file
-        if not target.exists():
-            break
-        target = args.out / f"resident-edits-{date.today().isoformat()}-{number}.json"
+    target = unused_result_path(args.out, "resident-edits")
     target.write_text(json.dumps({"machine": machine(), "command": sys.argv, "home": str(kept), "warm_up": warm,
                                   "runs": runs, "median_edit_s": median}, indent=2))  # fmt: skip
     print(f"wrote {target}")
