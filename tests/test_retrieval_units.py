@@ -727,3 +727,23 @@ def test_two_index_builds_in_one_second_get_two_folders_in_the_order_they_ran(tm
     assert second != first and sorted([second, first]) == [first, second]
     (home.ppr_path / second).mkdir()
     assert first[:15] < "20991231T235959" and first.endswith("-" + "f" * 12)
+
+
+def test_summed_edges_add_repeats_in_row_order_to_the_bit() -> None:
+    from engramrag.retrieve.index_graph import MENTION, RELATION, _summed_edges
+
+    rng = np.random.default_rng(7)
+    low, high = rng.integers(0, 6, 400), rng.integers(0, 6, 400)
+    kind = rng.choice([MENTION, RELATION], 400)
+    weight = rng.random(400) * 10.0 ** rng.integers(-8, 8, 400)  # magnitudes far apart: the order changes the sum
+    src, dst, edge_kind, sums = _summed_edges(6, [(low[:250], high[:250], kind[:250], weight[:250]),
+                                                  (low[250:], high[250:], kind[250:], weight[250:])])  # fmt: skip
+    expected: dict[tuple[int, int, int], float] = {}
+    for a, b, k, w in zip(low.tolist(), high.tolist(), kind.tolist(), weight.tolist(), strict=True):
+        if a != b:
+            expected[(a, b, k)] = expected.get((a, b, k), 0.0) + w
+    found = list(zip(src.tolist(), dst.tolist(), edge_kind.tolist(), strict=True))
+    assert found == sorted(expected)  # sorted by (low, high, kind), self-loops dropped
+    assert sums.tolist() == [expected[edge] for edge in found]  # equal floats, not close ones
+    empty = _summed_edges(3, [(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))])
+    assert all(len(column) == 0 for column in empty)
