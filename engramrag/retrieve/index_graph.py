@@ -231,10 +231,9 @@ def _summed_edges(
     keep = low != high
     low, high, kind, weight = low[keep], high[keep], kind[keep], weight[keep]
     key = (low * node_count + high) * len(EDGE_KINDS) + kind
-    # A hash factorisation, then sorted: 2.7 times faster than np.unique's sort of every row at 10 M rows.
-    slot, unique = pd.factorize(key, sort=True)
-    unique = np.asarray(unique, dtype=np.int64)
-    # bincount adds the weights in row order, one bin at a time: the sum a loop would give, to the bit.
+    unique, slot = np.unique(key, return_inverse=True)
+    # bincount adds the weights in row order, one bin at a time: the sum a loop would give, to the bit (and faster
+    # than np.add.at; a hash factorisation instead of the sort was no faster at 20 M rows of 8.5 M edges).
     sums = np.bincount(slot, weights=weight, minlength=len(unique))
     pair, edge_kind = np.divmod(unique, len(EDGE_KINDS))
     src, dst = np.divmod(pair, node_count)
