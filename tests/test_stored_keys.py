@@ -188,3 +188,20 @@ def test_a_keys_inputs_change_with_its_mention_rows_and_documents_and_only_then(
     now = inputs()
     assert {key for key in first if now[key] != first[key]} == {
         "minji park", "postgres", "falcon", "lancedb", "adr-0001", "lance db"}  # fmt: skip
+
+
+def test_key_vectors_give_the_rows_a_dict_of_the_same_vectors_gives() -> None:
+    import numpy as np
+
+    from engramrag.resolve.keytable import KeyRow, KeyVectors, assemble_key_table
+
+    rows = [KeyRow(key, key.title(), "Concept", "Concept", frozenset(), frozenset(), frozenset({"d1"}))
+            for key in ("alpha", "beta", "gamma", "delta")]  # fmt: skip
+    rows.sort(key=lambda row: row.key)
+    vectors = np.array([[0.6, 0.8, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    as_dict = assemble_key_table(rows, {}, {"gamma": vectors[0], "alpha": vectors[1]}, MAX_POSTING)
+    as_rows = assemble_key_table(rows, {}, KeyVectors(["gamma", "alpha"], vectors), MAX_POSTING)
+    assert as_rows.has_vector.tolist() == as_dict.has_vector.tolist() == [True, False, False, True]
+    assert np.array_equal(as_rows.vectors, as_dict.vectors) and as_rows.vectors.dtype == np.float32
+    assert not as_rows.vectors[1].any()  # beta: no vector, a zero row
+    assert dict(KeyVectors(["gamma"], vectors[:1])).keys() == {"gamma"}

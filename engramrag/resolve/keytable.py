@@ -324,9 +324,40 @@ def _declare_from_front_matter(documents: pd.DataFrame, title_key: dict[str, str
             declared[key].update(strings(value) if column == "aliases" else front_matter_aliases(value))
 
 
+class KeyVectors(Mapping[str, np.ndarray]):
+    """Unit label vectors of stable keys as the rows of one matrix (``matrix[i]`` is ``keys[i]``'s): the key table
+    takes its rows in one gather, where a dict of 200,000 vectors copied row by row took 2 s at 100,000 notes."""
+
+    def __init__(self, keys: list[str], matrix: np.ndarray) -> None:
+        self.listed, self.matrix = keys, matrix  # not ``keys``: that is the Mapping's method
+        self.index = pd.Index(keys)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        row = self.index.get_indexer([key])[0]
+        if row < 0:
+            raise KeyError(key)
+        return self.matrix[row]
+
+    def __iter__(self):
+        return iter(self.listed)
+
+    def __len__(self) -> int:
+        return len(self.listed)
+
+    def rows(self, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``keys`` as rows (zero rows for keys without one) and which keys have one."""
+        found = self.index.get_indexer(keys)
+        present = found >= 0
+        matrix = self.matrix[np.where(present, found, 0)] if len(self.listed) else np.zeros((len(keys), 0), np.float32)
+        matrix[~present] = 0
+        return matrix, present
+
+
 def _vector_matrix(keys: list[str], vectors: Mapping[str, np.ndarray] | None):
     if not vectors:
         return None, None
+    if isinstance(vectors, KeyVectors):
+        return vectors.rows(keys)
     dimension = len(next(iter(vectors.values())))
     matrix = np.zeros((len(keys), dimension), dtype=np.float32)
     present = np.zeros(len(keys), dtype=bool)
