@@ -148,3 +148,22 @@ def test_a_process_parses_a_notes_kept_facts_again_only_when_their_text_changed(
     again = KeptNotes("context", {"a": "1", "b": "2"}, {"a": one.to_json(), "b": edited.to_json()}).parsed(["a", "b"])
     assert again == {"a": one, "b": edited}
     assert again["a"] is first["a"] and again["b"] is not first["b"]  # the unchanged text was not parsed again
+
+
+def test_a_process_reads_the_file_again_only_when_another_writer_replaced_it(tmp_path: Path) -> None:
+    from engramrag.arrow_files import read_table, write_table
+
+    one, two = NoteFacts(("A",), (), (), ()), NoteFacts(("B",), (), (), ())
+    saved = KeptNotes("ctx", {}, {}).updated({"a": "1"}, {"a": one})
+    saved.save(tmp_path)
+    assert KeptNotes.load(tmp_path, "ctx") is saved  # what this process wrote: not read back
+    assert KeptNotes.load(tmp_path, "other settings").digests == {}
+    # Another process replaces the file: its rows are read, not the remembered ones.
+    elsewhere = tmp_path / "elsewhere"
+    KeptNotes("ctx", {}, {}).updated({"a": "2"}, {"a": two}).save(elsewhere)
+    saved.save(tmp_path)  # remembered again
+    write_table(read_table(elsewhere / FILE), tmp_path / FILE)
+    loaded = KeptNotes.load(tmp_path, "ctx")
+    assert loaded.digests == {"a": "2"} and loaded.parsed(["a"])["a"] == two
+    (tmp_path / FILE).unlink()
+    assert KeptNotes.load(tmp_path, "ctx").digests == {}
