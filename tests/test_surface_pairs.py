@@ -53,3 +53,23 @@ def test_edit_similarities_survive_the_round_trip_and_none_stays_none(tmp_path) 
     kept = SurfacePairs.load(tmp_path, "f")
     assert kept is not None and kept.pairs() == pairs
     assert np.isnan(kept.edit[0]) and kept.left.tolist() == [0, 0, 3]
+
+
+def test_blocked_rows_are_the_blocked_pairs_as_sorted_arrays() -> None:
+    from engramrag.resolve.blocking import blocked_rows
+
+    other = table({"Kubernetes": ["kube", "Managed Postgres"], "Minji Park": ["박민지"], "Park Minji": ["박민지"],
+                   "ADR-0001": ["decision record"], "ADR-0002": ["decision record"]},
+                  {"Minji Park": "Person", "Park Minji": "Person"})  # fmt: skip
+    expected = blocked_pairs(other, CONFIG)
+    surface = SurfacePairs.of(surface_pairs(other, CONFIG), "f")
+    left, right, edits = blocked_rows(other, CONFIG, surface)
+    rows = zip(left.tolist(), right.tolist(), edits.tolist(), strict=True)
+    found = {(i, j): None if e != e else e for i, j, e in rows}
+    assert found == expected
+    assert list(zip(left.tolist(), right.tolist(), strict=True)) == sorted(expected)
+    index = {key: i for i, key in enumerate(other.keys)}
+    alias_pair = tuple(sorted((index["kubernetes"], index["managed postgres"])))
+    shared_name = (index["adr-0001"], index["adr-0002"])
+    assert alias_pair in found and shared_name in found  # the alias legs: pairs no surface leg finds
+    assert alias_pair not in surface_pairs(other, CONFIG) and shared_name not in surface_pairs(other, CONFIG)

@@ -26,7 +26,7 @@ from engramrag.catalog.connection import catalog_writer, insert_frame, refill_ta
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.embed.base import Embedder
 from engramrag.lifecycle.freshness import code_version
-from engramrag.resolve.blocking import blocked_pairs, pair_rows, surface_pairs
+from engramrag.resolve.blocking import blocked_rows, surface_pairs
 from engramrag.resolve.candidates import Candidate, CandidateConfig, score_pairs
 from engramrag.resolve.clusters import Clustering, cluster
 from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, PairCuts, vector_digests
@@ -120,19 +120,19 @@ def refresh_candidates(
                       previous_cuts=None if search_all else PairCuts.load(home.resolution_path))  # fmt: skip
     surface_key = surface_fingerprint(table.keys, _surface_settings(candidate_config, code))
     kept_surface = None if search_all else SurfacePairs.load(home.resolution_path, surface_key)
-    surface = kept_surface.pairs() if kept_surface is not None else surface_pairs(table, candidate_config)
+    surface = kept_surface or SurfacePairs.of(surface_pairs(table, candidate_config), surface_key)
     if kept_surface is None:
-        SurfacePairs.of(surface, surface_key).save(home.resolution_path)  # a function of its fingerprint alone
+        surface.save(home.resolution_path)  # a function of its fingerprint alone
     with_vectors = table.vectors is not None and table.has_vector is not None
     vectors_seen = vector_digests(table.vectors, table.has_vector) if with_vectors else [""] * len(table.keys)
-    blocked = blocked_pairs(table, candidate_config, lists, surface, vectors_seen)
-    left, right = pair_rows(blocked)
+    left, right, edits = blocked_rows(table, candidate_config, surface, lists, vectors_seen)
     digests = key_digests(table, vectors_seen, update.inputs)
     settings = _scoring_settings(candidate_config, judge)
     previous = ScoredPairs.load(home.resolution_path, trusted_token(recorded[0] if recorded else None, rows))
     plan = plan_scoring(previous, table.keys, digests, left, right, settings, whole)
-    scored = [((i, j), blocked[i, j]) for i, j in zip(left[plan.score].tolist(), right[plan.score].tolist(),
-                                                      strict=True)]  # fmt: skip
+    scored = [((i, j), None if edit != edit else edit)  # NaN: no edit similarity computed yet
+              for i, j, edit in zip(left[plan.score].tolist(), right[plan.score].tolist(), edits[plan.score].tolist(),
+                                    strict=True)]  # fmt: skip
     asked = None if plan.whole else {table.keys[k] for (i, j), _ in scored for k in (i, j)}
     quoted: dict[str, tuple[str, tuple]] = {}
     with catalog_writer(home, config.bucket_count) as catalog:

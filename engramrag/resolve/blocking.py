@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from itertools import chain
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from scipy import sparse
@@ -33,6 +32,7 @@ from engramrag.resolve.embedding_lists import (
 )
 from engramrag.resolve.keytable import KeyTable
 from engramrag.resolve.surface import edit_similarity
+from engramrag.resolve.surface_pairs import SurfacePairs
 
 
 def blocked_pairs(
@@ -48,28 +48,36 @@ def blocked_pairs(
     ``digests``: the keys' ``vector_digests`` when the caller has them."""
     pairs = dict(surface_pairs(table, config) if surface is None else surface)
     add = _adder(pairs)
-    by_compact = _by_compact(table)
-    owners: dict[str, list[int]] = defaultdict(list)
-    for i in range(len(table.keys)):
-        for alias in table.declared[i] | table.written[i]:
-            for j in by_compact.get(alias, ()):
-                add(i, j)
-        for alias in table.names[i]:
-            owners[alias].append(i)
-    for group in owners.values():
-        _add_all(group, add)
+    for a, b in _alias_pairs(table):
+        add(a, b)
     if table.vectors is not None and table.has_vector is not None:
         for a, b in _embedding_pairs(table, config, lists, digests):
             add(a, b)
     return pairs
 
 
-def pair_rows(pairs: Mapping[tuple[int, int], object]) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs' rows as two arrays (left, right), sorted by left then right: 3 M pairs at 100,000 notes, which
-    ``sorted`` over the dict's items took 4 s to order."""
-    flat = np.fromiter(chain.from_iterable(pairs), dtype=np.int64, count=2 * len(pairs)).reshape(-1, 2)
-    order = np.lexsort((flat[:, 1], flat[:, 0]))
-    return flat[order, 0], flat[order, 1]
+def blocked_rows(
+    table: KeyTable,
+    config: CandidateConfig,
+    surface: SurfacePairs,
+    lists: ListCache | None = None,
+    digests: list[str] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of ``blocked_pairs`` as arrays (left, right, edit similarity or NaN), sorted by left then right,
+    with the surface legs given as arrays (``resolve.surface_pairs``). At 100,000 notes the 3 M pairs went through a
+    dict three times (from the kept arrays, a copy, and back to arrays): 5 s of an edit."""
+    extra = list(_alias_pairs(table))
+    if table.vectors is not None and table.has_vector is not None:
+        extra += _embedding_pairs(table, config, lists, digests)
+    found = np.array(extra, dtype=np.int64).reshape(-1, 2)
+    low, high = found.min(axis=1), found.max(axis=1)
+    low, high = low[low != high], high[low != high]
+    size = np.int64(max(1, len(table.keys)))
+    keys = np.concatenate([surface.left * size + surface.right, low * size + high])
+    edits = np.concatenate([surface.edit, np.full(len(low), np.nan)])
+    unique, first = np.unique(keys, return_index=True)  # a surface pair keeps its edit similarity
+    left, right = np.divmod(unique, size)
+    return left, right, edits[first]
 
 
 def surface_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, int], float | None]:
@@ -90,6 +98,23 @@ def surface_pairs(table: KeyTable, config: CandidateConfig) -> dict[tuple[int, i
     for pair, similarity in _edit_pairs(table, config.edit_floor, config.max_posting).items():
         pairs[pair] = similarity
     return pairs
+
+
+def _alias_pairs(table: KeyTable) -> Iterable[tuple[int, int]]:
+    """Pairs (in either order, possibly a row with itself) where one key's alias is the other's compact form, or two
+    keys share a name that is not generic."""
+    by_compact = _by_compact(table)
+    owners: dict[str, list[int]] = defaultdict(list)
+    for i in range(len(table.keys)):
+        for alias in table.declared[i] | table.written[i]:
+            for j in by_compact.get(alias, ()):
+                yield i, j
+        for alias in table.names[i]:
+            owners[alias].append(i)
+    for group in owners.values():
+        for x in range(len(group)):
+            for y in range(x + 1, len(group)):
+                yield group[x], group[y]
 
 
 def _adder(pairs: dict[tuple[int, int], float | None]) -> Callable[[int, int], None]:
