@@ -298,3 +298,22 @@ def test_users_extend_the_single_valued_table_through_the_build_resource() -> No
     table = stores.version_config().table()
     assert table["sla"] == ("sla", "응답 시간") and table["tier"] == ("tier", "등급")
     assert property_of("결제 응답 시간", table) == ("sla", "결제")
+
+
+def test_two_names_the_overlay_merged_are_one_subject_with_one_chain() -> None:
+    notes = [
+        ("tools/postgresql.md", "PostgreSQL", "2024-01-10", "# PostgreSQL\n\nOwner: Minji Park\n", {}),
+        ("tools/postgres-2.md", "Postgres", "2024-03-04", "# Postgres\n\nOwner: Daniel Cho\n", {}),
+    ]  # fmt: skip
+    statements = pd.DataFrame([_statement("tools/postgresql.md", "Owner", "Minji Park", 3),
+                               _statement("tools/postgres-2.md", "Owner", "Daniel Cho", 3)])  # fmt: skip
+    entities = pd.DataFrame([(f"id-{path}", DOCUMENT_KEY, title, []) for path, title, *_ in notes],
+                            columns=["doc_id", "entity_key", "label", "aliases"])  # fmt: skip
+    apart = pd.DataFrame(columns=["entity_key", "cluster_key"])
+    # The overlay's clusters are keyed by stable keys (normalised labels), as the key table and the index key them.
+    merged = pd.DataFrame({"entity_key": ["postgresql", "postgres"], "cluster_key": ["postgresql", "postgresql"]})
+    values, replaced = version_chains(_documents(notes), statements, entities, apart)
+    assert len({v.subject_key for v in values}) == 2 and not replaced  # two subjects, one value each
+    values, replaced = version_chains(_documents(notes), statements, entities, merged)
+    assert len({v.subject_key for v in values}) == 1
+    assert [(p.earlier.value, p.later.value) for p in replaced] == [("Minji Park", "Daniel Cho")]

@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from engramrag.extract.builder import DOCUMENT_KEY, entity_key
+from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.decision_fields import WIKI_LINK
 from engramrag.extract.properties import KEY_SEPARATORS, SINGLE_VALUED, property_finder
 from engramrag.extract.textutil import normalise_label
@@ -545,11 +545,12 @@ def entity_aliases(entities: pd.DataFrame) -> set[tuple[str, tuple[str, ...]]]:
 
 def label_clusters(labels: Iterable[object], clusters: pd.DataFrame) -> list[list[str]]:
     """The distinct entity ``labels`` grouped by the resolution overlay's cluster of their key (``clusters``:
-    entity_key, cluster_key)."""
+    entity_key, cluster_key): keyed by a label's stable key, its normalised form, as the key table and the index key
+    it (not the hashed key of a mention, which no cluster has)."""
     by_cluster: dict[str, list[str]] = defaultdict(list)
     cluster_of = dict(zip(clusters["entity_key"], clusters["cluster_key"], strict=True))
     for label in labels:
-        cluster = cluster_of.get(entity_key(str(label)))
+        cluster = cluster_of.get(normalise_label(str(label)))
         if cluster is not None:
             by_cluster[cluster].append(str(label))
     return list(by_cluster.values())
