@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from itertools import chain
 
 import numpy as np
 from scipy import sparse
@@ -66,10 +67,11 @@ def blocked_rows(
     """The pairs of ``blocked_pairs`` as arrays (left, right, edit similarity or NaN), sorted by left then right,
     with the surface legs given as arrays (``resolve.surface_pairs``). At 100,000 notes the 3 M pairs went through a
     dict three times (from the kept arrays, a copy, and back to arrays): 5 s of an edit."""
-    extra = list(_alias_pairs(table))
+    legs: list[Iterable[tuple[int, int]]] = [_alias_pairs(table)]
     if table.vectors is not None and table.has_vector is not None:
-        extra += _embedding_pairs(table, config, lists, digests)
-    found = np.array(extra, dtype=np.int64).reshape(-1, 2)
+        legs.append(_embedding_pairs(table, config, lists, digests))
+    # Flattened as they come: np.array over a list of a million tuples took 2.7 s at 100,000 notes.
+    found = np.fromiter(chain.from_iterable(chain.from_iterable(legs)), dtype=np.int64).reshape(-1, 2)
     low, high = found.min(axis=1), found.max(axis=1)
     low, high = low[low != high], high[low != high]
     size = np.int64(max(1, len(table.keys)))
