@@ -46,15 +46,11 @@ def blocked_pairs(
     """Every pair some index proposes -> its edit similarity when the edit index computed it already. ``lists``:
     the embedding lists of the previous run (``previous``), and where this run's are left (``update``).
     ``surface``: the pairs of ``surface_pairs`` for this table's keys when known (``resolve.surface_pairs``).
-    ``digests``: the keys' ``vector_digests`` when the caller has them."""
-    pairs = dict(surface_pairs(table, config) if surface is None else surface)
-    add = _adder(pairs)
-    for a, b in _alias_pairs(table):
-        add(a, b)
-    if table.vectors is not None and table.has_vector is not None:
-        for a, b in _embedding_pairs(table, config, lists, digests):
-            add(a, b)
-    return pairs
+    ``digests``: the keys' ``vector_digests`` when the caller has them. The pairs of ``blocked_rows``, as a dict."""
+    kept = SurfacePairs.of(surface_pairs(table, config) if surface is None else surface, "")
+    left, right, edits = blocked_rows(table, config, kept, lists, digests)
+    rows = zip(left.tolist(), right.tolist(), edits.tolist(), strict=True)
+    return {(i, j): None if edit != edit else edit for i, j, edit in rows}  # NaN: no edit similarity
 
 
 def blocked_rows(
