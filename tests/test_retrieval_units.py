@@ -747,3 +747,21 @@ def test_summed_edges_add_repeats_in_row_order_to_the_bit() -> None:
     assert sums.tolist() == [expected[edge] for edge in found]  # equal floats, not close ones
     empty = _summed_edges(3, [(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))])
     assert all(len(column) == 0 for column in empty)
+
+
+def test_keys_summed_with_their_row_numbers_packed_give_what_unique_gives_to_the_bit() -> None:
+    """The packed sort (keys that fit in 64 bits beside the row numbers) and the fallback for keys that do not
+    give the distinct keys in order and sums added in row order."""
+    from engramrag.retrieve.index_graph import summed_by_key
+
+    rng = np.random.default_rng(11)
+    weight = rng.random(5_000) * 10.0 ** rng.integers(-8, 8, 5_000)
+    for top in (50, 2**40, 2**62):  # packed; packed with few bits to spare; too wide to pack
+        key = rng.integers(0, 50, 5_000) * (top // 50)
+        unique, sums = summed_by_key(key, weight)
+        expected: dict[int, float] = {}
+        for k, w in zip(key.tolist(), weight.tolist(), strict=True):
+            expected[k] = expected.get(k, 0.0) + w
+        assert unique.tolist() == sorted(expected)
+        assert sums.tolist() == [expected[k] for k in unique.tolist()]
+    assert [len(part) for part in summed_by_key(np.zeros(0, dtype=np.int64), np.zeros(0))] == [0, 0]

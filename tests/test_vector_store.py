@@ -209,6 +209,37 @@ def test_the_label_matrix_is_read_again_only_when_its_table_changed(tmp_path: Pa
     assert remade.label_matrix()[0] == ["LanceDB", "Dagster", "rdflib"]
 
 
+def test_a_stores_own_label_writes_keep_the_matrix_a_read_of_the_table_gives(tmp_path: Path) -> None:
+    """An edit's few added and dropped labels update the matrix this process holds (no read of every label at the
+    next step); it equals a fresh read, a matrix handed out before stays as it was, and a write by another
+    connection in between makes the next read go to the table."""
+    import lancedb
+    import numpy as np
+
+    from engramrag.vectors import label_cache
+
+    path = tmp_path / "lancedb"
+    store = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name)
+    add_labels(store, ["PostgreSQL", "Dagster", "DuckDB"])
+    _labels, earlier = store.label_matrix()
+    held = earlier.copy()
+    assert add_labels(store, ["박민지", "Dagster", "LanceDB"]) == 2
+    assert store.drop_labels(["PostgreSQL", "never stored"]) == 1
+    assert label_cache.cached(path, store.label_version()) is not None  # known without reading the table
+    labels, matrix = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name).label_matrix()
+    assert np.array_equal(earlier, held) and not matrix.flags.writeable
+    label_cache.remember(path, None)
+    read_labels, read = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name).label_matrix()
+    assert labels == read_labels == ["Dagster", "DuckDB", "박민지", "LanceDB"]
+    assert np.array_equal(matrix, read)
+    assert matrix[labels.index("박민지")].tolist() == pytest.approx(EMBEDDER.embed(["박민지"])[0].tolist())
+
+    lancedb.connect(str(path)).open_table("entity_labels").delete("text = 'DuckDB'")  # another process
+    add_labels(store, ["rdflib"])
+    labels, _ = VectorStore(path, EMBEDDER.dimension, EMBEDDER.name).label_matrix()
+    assert sorted(labels) == ["Dagster", "LanceDB", "rdflib", "박민지"]
+
+
 def test_a_labels_table_of_one_row_per_mention_is_replaced(tmp_path: Path) -> None:
     """Homes built before labels were stored once per text: the old table is dropped, to be embedded again."""
     import lancedb

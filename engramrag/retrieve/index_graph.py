@@ -224,20 +224,46 @@ def _summed_edges(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Edges (low, high, kind) with the weights of their repeats summed in the order given, sorted by
     (low, high, kind); self-loops are dropped."""
-    low = np.concatenate([part[0].astype(np.int64) for part in parts])
-    high = np.concatenate([part[1].astype(np.int64) for part in parts])
-    kind = np.concatenate([part[2].astype(np.int64) for part in parts])
-    weight = np.concatenate([part[3].astype(np.float64) for part in parts])
-    keep = low != high
-    low, high, kind, weight = low[keep], high[keep], kind[keep], weight[keep]
-    key = (low * node_count + high) * len(EDGE_KINDS) + kind
-    unique, slot = np.unique(key, return_inverse=True)
-    # bincount adds the weights in row order, one bin at a time: the sum a loop would give, to the bit (and faster
-    # than np.add.at; a hash factorisation instead of the sort was no faster at 20 M rows of 8.5 M edges).
-    sums = np.bincount(slot, weights=weight, minlength=len(unique))
+    keys, weights = [], []
+    for low, high, kind, weight in parts:
+        low, high = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
+        key = low * node_count
+        key += high
+        key *= len(EDGE_KINDS)
+        key += np.asarray(kind, dtype=np.int64)
+        weight = np.asarray(weight, dtype=np.float64)
+        loops = low == high
+        if loops.any():
+            key, weight = key[~loops], weight[~loops]
+        keys.append(key)
+        weights.append(weight)
+    unique, sums = summed_by_key(np.concatenate(keys), np.concatenate(weights))
     pair, edge_kind = np.divmod(unique, len(EDGE_KINDS))
     src, dst = np.divmod(pair, node_count)
     return src, dst, edge_kind, sums
+
+
+def summed_by_key(key: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys (non-negative, ascending) and the sum of each one's weights, added in row order: the sum a
+    loop gives, to the bit. When the keys and the row numbers fit in 64 bits together, each key is sorted with its
+    row number in its low bits, so equal keys keep their rows' order: one sort of plain values (2.4 against 7.2 s
+    for ``np.unique`` with its inverse, 20 M rows of 8.5 M edges on this machine). Otherwise ``np.unique`` and
+    ``np.bincount``, which adds in row order too."""
+    row_bits = max(1, (len(key) - 1).bit_length())
+    if not len(key) or int(key.min()) < 0 or int(key.max()).bit_length() + row_bits > 64:
+        unique, slot = np.unique(key, return_inverse=True)
+        return unique, np.bincount(slot, weights=weight, minlength=len(unique))
+    combined = key.astype(np.uint64) << np.uint64(row_bits)
+    combined |= np.arange(len(key), dtype=np.uint64)
+    combined.sort()
+    rows = (combined & np.uint64((1 << row_bits) - 1)).astype(np.int64)
+    combined >>= np.uint64(row_bits)
+    first = np.empty(len(combined), dtype=bool)
+    first[0] = True
+    np.not_equal(combined[1:], combined[:-1], out=first[1:])
+    slot = np.cumsum(first)
+    slot -= 1
+    return combined[first].astype(np.int64), np.bincount(slot, weights=weight[rows])
 
 
 def _most_common(mentions: pd.DataFrame, column: str, entity_count: int) -> list[str]:

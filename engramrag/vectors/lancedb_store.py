@@ -26,7 +26,9 @@ from lancedb.index import FTS, HnswSq
 
 from engramrag.embed.base import Embedder
 from engramrag.store import Home
+from engramrag.vectors import label_cache
 from engramrag.vectors.fts_text import fts_text
+from engramrag.vectors.label_cache import CachedLabels
 from engramrag.vectors.tables import DOCUMENT_TABLES, EMBEDDER_KEY, LABELS, TABLES, result_columns, row_id, schema
 from engramrag.vectors.upkeep import tidy, tidy_reason
 
@@ -54,11 +56,6 @@ ANN_ROWS_PER_PARTITION = 100_000
 # 44-48 s and 91%, at the same latency; built with 50, 34 s and 85-86%.
 ANN_EF_CONSTRUCTION = 100
 ANN_QUERY_EF = 80
-
-# The label matrix last read from each store, with the table version it was read at: the resolution candidates and
-# the retrieval index read the same labels in one build (0.5 s each at 10,000 notes), and so do a resident
-# builder's successive builds while no label is added or dropped.
-_LABEL_MATRICES: dict[Path, tuple[tuple[int, str], list[str], np.ndarray]] = {}
 
 
 def ann_config(rows: int) -> HnswSq:
@@ -231,25 +228,32 @@ class VectorStore:
 
     def label_matrix(self) -> tuple[list[str], np.ndarray]:
         """The stored labels and their vectors as the rows of one float32 matrix (read-only), in the table's order.
-        Read once per version of the table (its number and its time, so a table dropped and made again, whose
-        numbers start over, is read again)."""
+        Read once per version of the table (``label_cache``: this process's own writes keep it current)."""
+        version = self.label_version()
+        found = label_cache.cached(self.path, version)
+        if found is None:
+            table = self.table(LABELS).to_arrow().select(["text", "vector"])
+            found = CachedLabels.of(version, table.column("text").to_pylist(), self._vectors_of(table))
+            label_cache.remember(self.path, found)
+        return list(found.texts), found.matrix
+
+    def label_version(self) -> label_cache.Version:
+        """The labels table's version number and time (what a cached matrix is true of)."""
         labels = self.table(LABELS)
         version = labels.version
-        stamp = next((str(v["timestamp"]) for v in labels.list_versions() if v["version"] == version), "")
-        cached = _LABEL_MATRICES.get(self.path)
-        if cached is not None and cached[0] == (version, stamp):
-            return list(cached[1]), cached[2]
-        table = labels.to_arrow().select(["text", "vector"])
+        return version, next((str(v["timestamp"]) for v in labels.list_versions() if v["version"] == version), "")
+
+    def _vectors_of(self, table: pa.Table) -> np.ndarray:
+        """A table's vector column as float32 rows, as a read gives them (a float16 column widened)."""
         if not table.num_rows:
-            return [], np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dimension)
-        vectors = vectors.astype(np.float32, copy=False)
-        vectors.setflags(write=False)
-        texts = table.column("text").to_pylist()
-        _LABEL_MATRICES[self.path] = ((version, stamp), texts, vectors)
-        return list(texts), vectors
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        values = table.column("vector").combine_chunks().flatten().to_numpy()
+        return values.reshape(-1, self.dimension).astype(np.float32, copy=False)
 
     def stored_labels(self) -> set[str]:
+        known = self._known_labels()
+        if known is not None:
+            return set(known.texts)
         return set(self.table(LABELS).to_arrow().column("text").to_pylist())
 
     def add_labels(self, labels: Sequence[str], vectors: Sequence[Sequence[float]] | np.ndarray) -> int:
@@ -258,18 +262,47 @@ class VectorStore:
             return 0
         rows = [{"text": label, "vector": vector} for label, vector in zip(labels, vectors, strict=True)]
         data = self._arrow_rows(LABELS, rows)
+        before = self._known_labels()
         result = self.table(LABELS).merge_insert("row_id").when_not_matched_insert_all().execute(data)
-        return int(result.num_inserted_rows)
+        inserted = int(result.num_inserted_rows)
+        if before is not None:
+            known = set(before.texts)
+            new = [row for row, text in enumerate(data.column("text").to_pylist()) if text not in known]
+            after = self._written_version(before, inserted)
+            texts = data.column("text").take(new).to_pylist()
+            fits = after is not None and len(new) == inserted
+            label_cache.remember(self.path, before.appended(after, texts, self._vectors_of(data.take(new)))
+                                 if fits else None)  # fmt: skip
+        return inserted
 
     def drop_labels(self, labels: Iterable[str]) -> int:
         """Remove the rows of labels no embedded document mentions any more."""
+        labels = set(labels)
         ids = sorted(row_id(LABELS, {"text": label}) for label in labels)
         if not ids:
             return 0
         table = self.table(LABELS)
+        before_cache = self._known_labels()
         before = table.count_rows()
         table.delete(_in_list("row_id", ids))
-        return before - table.count_rows()
+        dropped = before - table.count_rows()
+        if before_cache is not None:
+            after = self._written_version(before_cache, dropped)
+            fits = after is not None and len(labels & set(before_cache.texts)) == dropped
+            label_cache.remember(self.path, before_cache.without(after, labels) if fits else None)
+        return dropped
+
+    def _known_labels(self) -> CachedLabels | None:
+        """The label matrix this process holds of the table as it is now, if any: a write then updates it."""
+        return label_cache.cached(self.path, self.label_version())
+
+    def _written_version(self, before: CachedLabels, changed: int) -> label_cache.Version | None:
+        """The table's version after this process's write on ``before``'s, which ``changed`` that many rows in one
+        commit: None when it is not the next one (another writer's commit came between), or when a write that
+        changed nothing left another version than ``before``'s."""
+        after = self.label_version()
+        expected = before.version[0] + 1 if changed else before.version[0]
+        return after if after[0] == expected and (changed or after == before.version) else None
 
     def count(self, table: str, where: str | None = None) -> int:
         return self.table(table).count_rows(where)
