@@ -148,6 +148,17 @@ def test_a_process_parses_a_notes_kept_facts_again_only_when_their_text_changed(
     again = KeptNotes("context", {"a": "1", "b": "2"}, {"a": one.to_json(), "b": edited.to_json()}).parsed(["a", "b"])
     assert again == {"a": one, "b": edited}
     assert again["a"] is first["a"] and again["b"] is not first["b"]  # the unchanged text was not parsed again
+    # Facts derived in a run are the ones the next run's parse gives, so it takes them as they are.
+    from engramrag.revise.declarations import DeclaredReference
+    from engramrag.revise.versions import StatedValue
+
+    derived = NoteFacts(
+        ("Billing",), (DeclaredReference("supersedes", "[[Old billing]]", "Replaces [[Old billing]]", 3),), ("Old",),
+        (StatedValue("Owner", "", "owner", "", "Minji", 4, 4, "Owner: Minji", "2024-03-04"),),
+    )  # fmt: skip
+    saved = KeptNotes("context", {}, {}).updated({"c": "1"}, {"c": derived})
+    assert NoteFacts.from_json(saved.facts["c"]) == derived
+    assert saved.parsed(["c"])["c"] is derived
 
 
 def test_a_process_reads_the_file_again_only_when_another_writer_replaced_it(tmp_path: Path) -> None:

@@ -89,6 +89,12 @@ def test_front_matter_and_linked_in_text_declarations_name_the_replaced_note() -
     assert found[("id-old.md", "id-new.md")].form == "front_matter"  # the first statement of a pair is kept
     assert found[("id-old.md", "id-rota.md")].form == "in_text" and found[("id-old.md", "id-rota.md")].line == 3
     # "replaces the spreadsheet" names no note: nothing declared from it
+    # Run again (a resident builder keeps the notes' reference index while no id, path, title or date changed): the
+    # same declarations; a renamed title is resolved against the new one, not the index of the run before.
+    assert {(d.earlier_doc_id, d.later_doc_id): d for d in find_declarations(documents)} == found
+    renamed = documents.assign(title=documents["title"].replace("Old plan", "Retired plan"))
+    assert {(d.earlier_doc_id, d.later_doc_id) for d in find_declarations(renamed)} == {
+        ("id-old.md", "id-new.md"), ("id-rota.md", "id-fm.md")}  # fmt: skip
 
 
 # --- versions -------------------------------------------------------------------------------------------------

@@ -65,11 +65,7 @@ def find_declarations(
 ) -> list[Declaration]:
     """Every declaration in ``documents`` (doc_id, path, title, doc_date, and text, front_matter as JSON unless
     ``declared`` gives each doc id's :func:`declared_references`) whose reference names another live note."""
-    index = ReferenceIndex()
-    for doc_id, path, title, day in zip(
-        documents["doc_id"], documents["path"], documents["title"], documents["doc_date"], strict=True
-    ):
-        index.add_version(str(path), [(str(doc_id), str(title or path), day if isinstance(day, str) else None)])
+    index = _note_index(documents)
     if declared is None:
         declared = {str(doc_id): declared_references(str(text), matter) for doc_id, text, matter in zip(
             documents["doc_id"], documents["text"], documents["front_matter"], strict=True)}  # fmt: skip
@@ -84,6 +80,34 @@ def find_declarations(
     for declaration in found:  # the first statement of a pair is kept (front matter before the text)
         unique.setdefault((declaration.earlier_doc_id, declaration.later_doc_id), declaration)
     return list(unique.values())
+
+
+def _note_index(documents: pd.DataFrame) -> ReferenceIndex:
+    """The live notes as records to resolve references against: the one this process built last while the notes'
+    ids, paths, titles and dates are the same (a resolution only reads the index; building it took 2.3 s of every
+    timeline run at 100,000 notes)."""
+    notes = tuple(
+        (str(doc_id), str(path), str(title or path), day if isinstance(day, str) else None)
+        for doc_id, path, title, day in zip(
+            documents["doc_id"], documents["path"], documents["title"], documents["doc_date"], strict=True
+        )
+    )
+    if _last.index is not None and _last.notes == notes:
+        return _last.index
+    index = ReferenceIndex()
+    for doc_id, path, title, day in notes:
+        index.add_version(path, [(doc_id, title, day)])
+    _last.notes, _last.index = notes, index
+    return index
+
+
+@dataclass
+class _LastIndex:
+    notes: tuple[tuple[str, str, str, str | None], ...] = ()
+    index: ReferenceIndex | None = None
+
+
+_last = _LastIndex()
 
 
 def declared_references(text: str, front_matter: object) -> list[DeclaredReference]:

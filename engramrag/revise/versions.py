@@ -28,7 +28,7 @@ import json
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import groupby
@@ -441,9 +441,9 @@ def _chain(
     restated = set()
     for o in dated:
         if o.agent or any(
-            (source := by_path.get(target)) is not None and source.value_key == o.value_key
-            and (source.date or "") <= (o.date or "") and source.path != o.path
-            for target in links.get(o.path, ())
+            (source := by_path[target]).value_key == o.value_key and (source.date or "") <= (o.date or "")
+            and source.path != o.path
+            for target in _within(links.get(o.path, ()), by_path)
         ):
             restated.add(o.path)
     # versions: runs of one value among the documents that state it anew
@@ -487,6 +487,14 @@ def _chain(
             for successor in _version_ends(versions[later_number]):
                 replaced.append(ValueSupersession(rows[o.path], rows[successor.path], start[later_number]))
     return sorted(rows.values(), key=lambda r: (r.doc_date or "", r.path)), replaced
+
+
+def _within(targets: Collection[str], by_path: Mapping[str, _Observation]) -> Iterable[str]:
+    """The link targets that are notes of the chain, looked up from whichever side is smaller (a note can link to
+    hundreds of others, a chain can hold hundreds of notes)."""
+    if len(targets) <= len(by_path):
+        return (target for target in targets if target in by_path)
+    return (path for path in by_path if path in targets)
 
 
 def _successor_versions(versions: list[list[_Observation]], number: int, value_key: str) -> list[int]:
