@@ -100,6 +100,32 @@ def test_front_matter_and_linked_in_text_declarations_name_the_replaced_note() -
 # --- versions -------------------------------------------------------------------------------------------------
 
 
+def test_a_names_root_is_its_least_key_whatever_order_the_joins_come_in() -> None:
+    """The root is a subject's key in ``property_values`` and in the decisions store's keys of its value pairs;
+    aliases come as a set, whose order differs from one process to the next. Before, joining "c" to "b" after
+    "b" had joined "a" made "b" the root in one order and "a" in another."""
+    import random
+
+    from engramrag.revise.versions import Names
+
+    generator = random.Random(5)
+    keys = [f"k{number:02d}" for number in range(12)]
+    for _ in range(300):
+        joins = [generator.sample(keys, generator.randint(2, 4)) for _ in range(6)]
+        roots = []
+        for order in (joins, joins[::-1], [join[::-1] for join in joins]):
+            names = Names()
+            for join in order:
+                names.join(join)
+            roots.append({key: names.find(key) for key in keys if key in names.parent})
+        assert roots[0] == roots[1] == roots[2]
+        members: dict[str, list[str]] = {}
+        for key, root in roots[0].items():
+            members.setdefault(root, []).append(key)
+        assert all(root == min(keys_of) for root, keys_of in members.items())
+
+
+
 def test_a_property_is_read_at_the_end_of_a_key_in_either_language() -> None:
     table = VersionConfig().table()
     assert property_of("Billing service owner", table) == ("owner", "billing service")

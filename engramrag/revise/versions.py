@@ -156,13 +156,17 @@ class Names:
         return key
 
     def join(self, labels: Iterable[str]) -> None:
+        """One name for all of ``labels``: their sets are joined under the least of their roots, so a set's root is
+        always its least key, whatever order the joins came in (``aliased`` is a set, whose order differs between
+        processes: a subject's key, part of the decisions store's keys of its value pairs, must not)."""
         labels = [label for label in labels if normalise_label(label)]
         for label in labels:
             self.add(label)
-        roots = [self.find(label) for label in labels]
-        for root in roots[1:]:
-            a, b = sorted((roots[0], root))
-            self.parent[self.find(b)] = self.find(a)
+        roots = {self.find(label) for label in labels}
+        least = min(roots, default="")
+        for root in roots:
+            if root != least:
+                self.parent[root] = least
 
 
 def version_chains(
