@@ -29,6 +29,7 @@ from engramrag.catalog.connection import catalog_writer, read_frame, refill_tabl
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
 from engramrag.lifecycle.freshness import code_version
 from engramrag.lifecycle.step_quads import record_swap, swap_step_quads
+from engramrag.lifecycle.timeline_names import vault_names
 from engramrag.lifecycle.timeline_notes import NOTE_DIGEST, TITLES_DIGEST, KeptLinks, KeptNotes, NoteFacts
 from engramrag.ontology.graphs import (
     AUTHORED_BY,
@@ -71,7 +72,6 @@ from engramrag.revise.versions import (
     entity_aliases,
     label_clusters,
     link_targets,
-    names_of,
     note_aliases,
     stated_values_by_note,
 )
@@ -123,7 +123,7 @@ def refresh_timeline(
     documents, facts = vault.documents, vault.facts
     declarations = find_declarations(documents, {doc_id: f.declared for doc_id, f in facts.items()})
     replaced_notes = [(d.earlier_doc_id, d.later_doc_id) for d in declarations]
-    names = names_of(
+    names = vault_names(
         zip(documents["title"], [facts[doc_id].aliases for doc_id in documents["doc_id"]], strict=True),
         vault.labels, vault.aliased, label_clusters(vault.labels, vault.clusters),
     )
