@@ -406,6 +406,15 @@ def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp
     assert "gone" not in kept.vocab and sorted(kept.vocab) == sorted({t for text in edited for t in terms(text)})
     with pytest.raises(ValueError, match="not known"):
         BodyTerms.load(None).of([edited_hashes[0]], [None])
+    # Saved from the terms a build gathered for its notes (no text listed twice): read back the same, and the
+    # vocabulary still holds only what the notes use.
+    two = edited_hashes[:2]
+    gathered = third.of(two, [None, None])
+    (tmp_path / "gathered").mkdir()
+    third.save(tmp_path / "gathered", two, gathered)
+    reread = BodyTerms.load(tmp_path / "gathered").of(two, [None, None])
+    assert [bags(tokens) for tokens in reread] == [bags(tokens) for tokens in gathered]
+    assert sorted(reread[0].vocab) == sorted({t for text in edited[:2] for t in terms(text)})
 
 
 def test_whole_note_bm25_from_stored_ids_scores_as_from_the_words() -> None:

@@ -129,12 +129,18 @@ class BodyTerms:
             self._fresh[digest] = {"terms": np.sort(term_ids[start:end]), "stems": np.sort(stem_ids[start:end])}
         self.cut += len(texts)
 
-    def save(self, folder: Path, hashes: Sequence[str]) -> None:
-        """Write the terms of the texts this index holds (``hashes``), dropping those of notes gone since."""
-        wanted = sorted(set(hashes))
+    def save(self, folder: Path, hashes: Sequence[str], gathered: tuple[Tokens, Tokens] | None = None) -> None:
+        """Write the terms of the texts this index holds (``hashes``), dropping those of notes gone since.
+        ``gathered``: the terms and stems :meth:`of` gave for exactly these ``hashes``, taken as they are when no
+        text is listed twice (gathering 100,000 notes' terms again took a second at 100,000 notes)."""
+        if gathered is not None and len(set(hashes)) == len(hashes):
+            wanted, tokens = list(hashes), dict(zip(KINDS, gathered, strict=True))
+        else:
+            wanted = sorted(set(hashes))
+            tokens = {kind: self._gathered(kind, wanted) for kind in KINDS}
         arrays: dict[str, np.ndarray] = {"hashes": _packed(wanted)}
         for kind in KINDS:
-            kept = self._gathered(kind, wanted).compacted()
+            kept = tokens[kind].compacted()
             arrays |= {f"{kind}_vocab": _packed(kept.vocab), f"{kind}_ids": kept.ids,
                        f"{kind}_offsets": kept.offsets}  # fmt: skip
         np.savez(folder / FILE, **arrays)

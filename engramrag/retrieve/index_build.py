@@ -96,7 +96,7 @@ def build_retrieval_index(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     _write(staging, graph, embedder, current if _same_entity_files(previous, graph) else None)
-    body_terms.save(staging, graph["body_hashes"])
+    body_terms.save(staging, graph["body_hashes"], graph["body_tokens"])
     wording_terms.save(staging)
     manifest = {
         "format": FORMAT,

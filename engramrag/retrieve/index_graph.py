@@ -106,6 +106,7 @@ def assemble_graph(
     # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
     body_hashes = passages["body_hash"].tolist()
     note_terms, note_stems = (body_terms or BodyTerms()).of(body_hashes, bodies)
+    note_stems = note_stems.compacted()  # once, for the BM25 index and for the terms kept beside the index
     frequency = _document_frequency(note_terms, label_terms)
     return {
         "entity_count": entity_count,
@@ -131,6 +132,7 @@ def assemble_graph(
         "document_supersessions": tables["document_supersessions"],
         "notes": NoteIndex.from_tokens(note_stems),
         "body_hashes": body_hashes,
+        "body_tokens": (note_terms, note_stems),  # per passage, as the terms kept beside the index are saved
         "wording_terms": wording_terms,
     }
 
