@@ -24,3 +24,13 @@ def write_table(table: pa.Table, target: Path) -> None:
 def read_table(source: Path) -> pa.Table:
     with pa.memory_map(str(source)) as mapped:
         return pa.ipc.open_file(mapped).read_all()
+
+
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """The file's identity as a process can remember it: inode, size and modification time (every write replaces
+    the file, so a new write is a new stamp; renaming its folder keeps it), or None when there is no file."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_mtime_ns

@@ -684,6 +684,13 @@ def test_kept_statement_files_that_cannot_be_read_are_joined_again(tmp_path: Pat
     edge_statements.save(tmp_path, rows, {"a": "digest"})
     kept = edge_statements.KeptStatements.load(tmp_path)
     assert kept is not None and kept.sources == {"a": "digest"} and kept.unchanged({"a": "digest", "b": "x"}) == {"a"}
+    assert kept.rows is rows  # what this process wrote: not read back (10 M rows at 100,000 notes)
+    # Another writer's file is read, not the rows this process remembers.
+    from engramrag.arrow_files import write_table
+
+    other = edge_statements._encoded(pa.table({"doc_id": ["b"], "statement_id": ["s2"], "role": ["assertion"]}))
+    write_table(other, tmp_path / edge_statements.ROWS_FILE)
+    assert edge_statements.KeptStatements.load(tmp_path).rows.column("doc_id").to_pylist() == ["b"]
     (tmp_path / edge_statements.ROWS_FILE).write_bytes(b"truncated")
     assert edge_statements.KeptStatements.load(tmp_path) is None
 

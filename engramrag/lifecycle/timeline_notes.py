@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from engramrag.arrow_files import UNREADABLE, read_table, write_table
+from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
 from engramrag.revise.declarations import DeclaredReference
 from engramrag.revise.versions import StatedValue
 
@@ -74,7 +74,7 @@ class KeptNotes:
         process last read or wrote are not read again while the file is the one they match (its inode, size and
         time: every write replaces the file): 1-2 s of each edit at 100,000 notes in a resident builder."""
         path = folder / FILE
-        stamp = _stamp(path)
+        stamp = file_stamp(path)
         remembered = _resident.kept
         if stamp is not None and stamp == _resident.stamp and remembered is not None and remembered.context == context:
             return remembered
@@ -126,7 +126,7 @@ class KeptNotes:
             metadata={"context": self.context},
         )
         write_table(table, folder / FILE)
-        _resident.stamp, _resident.kept = _stamp(folder / FILE), self
+        _resident.stamp, _resident.kept = file_stamp(folder / FILE), self
 
 
 @dataclass
@@ -138,14 +138,6 @@ class _Resident:
 
 
 _resident = _Resident()
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return status.st_ino, status.st_size, status.st_mtime_ns
 
 
 @dataclass

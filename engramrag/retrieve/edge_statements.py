@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engramrag.arrow_files import UNREADABLE, read_table, write_table
+from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
 from engramrag.extract.textutil import normalise_label
 
 ROWS_FILE = "edge_statements.arrow"
@@ -67,6 +67,9 @@ class KeptStatements:
         be read: every note is joined again)."""
         if folder is None or not (folder / ROWS_FILE).exists() or not (folder / SOURCES_FILE).exists():
             return None
+        stamps = (file_stamp(folder / ROWS_FILE), file_stamp(folder / SOURCES_FILE))
+        if _resident.kept is not None and _resident.stamps == stamps:
+            return _resident.kept
         try:
             rows = read_rows(folder / ROWS_FILE)
             sources = read_rows(folder / SOURCES_FILE)
@@ -180,6 +183,21 @@ def save(folder: Path, rows: pa.Table, sources: dict[str, str]) -> None:
     table = pa.table({"doc_id": pa.array([d for d, _ in ordered], pa.string()),
                       "digest": pa.array([g for _, g in ordered], pa.string())})  # fmt: skip
     write_table(table, folder / SOURCES_FILE)
+    _resident.stamps = (file_stamp(folder / ROWS_FILE), file_stamp(folder / SOURCES_FILE))
+    _resident.kept = KeptStatements(rows, dict(sources))
+
+
+@dataclass
+class _Resident:
+    """The rows this process wrote last and the stamps of their files then: the next build of a resident process
+    (``engram watch``) keeps them from memory while the files are those (reading 10 M rows back took 1.9 s at
+    100,000 notes); a file written by another process has another stamp and is read."""
+
+    stamps: tuple[tuple[int, int, int] | None, ...] = ()
+    kept: KeptStatements | None = None
+
+
+_resident = _Resident()
 
 
 def read_for_search(folder: Path) -> pa.Table:
