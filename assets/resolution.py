@@ -78,6 +78,7 @@ def resolution_overlay(context: dg.AssetExecutionContext, engram: EngramStores) 
             "clusters": summary.clusters,
             "merged_keys": summary.merged_keys,
             "person_verdicts": summary.person_verdicts,
+            "clusters_kept": summary.clusters_kept,
             "blocked_automatic_merges": len(summary.blocked),
             "conflicting_person_verdicts": dg.MetadataValue.json(summary.conflicts),
             "unknown_kinds": dg.MetadataValue.json(summary.unknown_kinds),
