@@ -282,12 +282,14 @@ def refresh_overlay(
         kinds, key_count = _compared_kinds(catalog, named)
     # Only the keys a pair or a verdict names can join a cluster; every other key stays alone and writes no row.
     automatic = [(left, right, score) for left, right, score in automatic if left in kinds and right in kinds]
-    inputs = (tuple(automatic), tuple(verdicts), tuple(sorted(kinds.items())), candidate_config.auto_merge_threshold)
+    # The pairs as a set (the catalog gives them in no order; the clustering sorts them by score, then keys).
+    threshold = candidate_config.auto_merge_threshold
+    inputs = (tuple(sorted(automatic)), tuple(verdicts), tuple(sorted(kinds.items())), threshold)
     with catalog_writer(home, config.bucket_count) as catalog:
         kept = _last_overlay.clustering_for(home, catalog, inputs)
     if kept is not None:
         return _overlay_summary(kept, key_count, verdicts, kind_totals, kept=True), kept
-    clustering = cluster(list(kinds), automatic, verdicts, candidate_config.auto_merge_threshold, kinds=kinds)
+    clustering = cluster(list(kinds), automatic, verdicts, threshold, kinds=kinds)
     rows = pd.DataFrame(
         [
             (key, cluster_key)
