@@ -205,3 +205,8 @@ def test_key_vectors_give_the_rows_a_dict_of_the_same_vectors_gives() -> None:
     assert np.array_equal(as_rows.vectors, as_dict.vectors) and as_rows.vectors.dtype == np.float32
     assert not as_rows.vectors[1].any()  # beta: no vector, a zero row
     assert dict(KeyVectors(["gamma"], vectors[:1])).keys() == {"gamma"}
+    # The key table's own keys in the matrix's order: the matrix itself, read-only (no second copy of 400 MB).
+    aligned = KeyVectors(["alpha", "gamma"], vectors[::-1].copy())
+    taken, present = aligned.rows(["alpha", "gamma"])
+    assert taken is aligned.matrix and present.all() and not taken.flags.writeable
+    assert np.array_equal(aligned.rows(["gamma", "alpha"])[0], vectors)  # another order: gathered

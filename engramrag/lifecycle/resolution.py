@@ -388,6 +388,7 @@ def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> KeyVec
     found = pd.Index(np.asarray(names, dtype=object)[rows]).get_indexer(labels["label"])
     chosen = pd.DataFrame({"key": labels["key"].to_numpy(), "row": found})
     chosen = chosen[chosen["row"] >= 0].drop_duplicates("key")  # each key's first label with a vector
+    chosen = chosen.sort_values("key", kind="stable")  # the key table's order: it takes the matrix as it is
     picked = rows[chosen["row"].to_numpy()]
     unit = matrix[picked]
     unit /= norms[picked, None]  # in place: dividing into a new 400 MB array took 1.5 s at 100,000 notes

@@ -345,7 +345,12 @@ class KeyVectors(Mapping[str, np.ndarray]):
         return len(self.listed)
 
     def rows(self, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The vectors of ``keys`` as rows (zero rows for keys without one) and which keys have one."""
+        """The vectors of ``keys`` as rows (zero rows for keys without one) and which keys have one: the matrix itself
+        (read-only) when ``keys`` are its keys in its order (the key table's, sorted, as ``_key_vectors`` lists
+        them), else a gathered copy (a second 400 MB matrix at 100,000 notes, 1.8 s)."""
+        if keys == self.listed:
+            self.matrix.setflags(write=False)
+            return self.matrix, np.ones(len(keys), dtype=bool)
         found = self.index.get_indexer(keys)
         present = found >= 0
         matrix = self.matrix[np.where(present, found, 0)] if len(self.listed) else np.zeros((len(keys), 0), np.float32)
