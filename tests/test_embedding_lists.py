@@ -143,3 +143,25 @@ def test_unreadable_lists_are_searched_afresh(tmp_path: Path) -> None:
     (tmp_path / "embedding_lists.npz").write_bytes(b"not an npz file")
     assert NeighbourLists.load(tmp_path) is None
     assert NeighbourLists.load(tmp_path / "missing") is None
+
+
+def test_vector_digests_kept_by_key_are_the_digests_computed_afresh() -> None:
+    """Issue 16: a run's keys mostly keep their vectors; their digests are kept by key, not hashed again."""
+    rng = np.random.default_rng(3)
+    keys = [f"key {number:03d}" for number in range(300)]
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    present = np.ones(300, dtype=bool)
+    present[7] = False
+    first = vector_digests(vectors, present, keys)
+    assert first == vector_digests(vectors, present) and first[7] == ""
+    # One key changed its vector, one is gone, one is new, one gained a vector; the rows are in another order.
+    changed = vectors.copy()
+    changed[5] += 1.0
+    new_keys = [*keys[1:], "key new"]
+    new_vectors = np.vstack([changed[1:], rng.normal(size=(1, 16)).astype(np.float32)])
+    new_present = np.ones(300, dtype=bool)
+    order = rng.permutation(300)
+    new_keys, new_vectors, new_present = [new_keys[i] for i in order], new_vectors[order], new_present[order]
+    again = vector_digests(new_vectors, new_present, new_keys)
+    assert again == vector_digests(new_vectors, new_present)
+    assert again[new_keys.index("key 007")] != "" and again[new_keys.index("key 005")] != first[5]

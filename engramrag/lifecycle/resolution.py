@@ -127,7 +127,8 @@ def refresh_candidates(
     if kept_surface is None:
         surface.save(home.resolution_path)  # a function of its fingerprint alone
     with_vectors = table.vectors is not None and table.has_vector is not None
-    vectors_seen = vector_digests(table.vectors, table.has_vector) if with_vectors else [""] * len(table.keys)
+    vectors_seen = (vector_digests(table.vectors, table.has_vector, table.keys) if with_vectors
+                    else [""] * len(table.keys))  # fmt: skip
     left, right, edits = blocked_rows(table, candidate_config, surface, lists, vectors_seen)
     digests = key_digests(table, vectors_seen, update.inputs)
     settings = _scoring_settings(candidate_config, judge)

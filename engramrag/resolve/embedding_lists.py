@@ -19,14 +19,14 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from engramrag.npz_files import joined_texts, load_arrays, save_arrays, split_texts
 from engramrag.resolve.candidate_config import CandidateConfig
-from engramrag.retrieve.neighbours import equal_values, match_keys
+from engramrag.retrieve.neighbours import equal_rows, equal_values, match_keys
 
 BLOCK = 2048
 DIGITS = 6
@@ -118,12 +118,40 @@ def searched_vectors(vectors: np.ndarray, present: np.ndarray, settings: SearchS
     return np.where(present[:, None], matrix, 0.0)
 
 
-def vector_digests(vectors: np.ndarray, present: np.ndarray) -> list[str]:
+def vector_digests(vectors: np.ndarray, present: np.ndarray, keys: list[str] | None = None) -> list[str]:
+    """Per row, a digest of its vector ("" where ``present`` is False). Given the rows' ``keys``, a key whose row is
+    the one this process digested last for it (compared element by element, a block of rows at a time) keeps that
+    digest: hashing 200,000 rows of 512 floats took 2 s of every run at 100,000 notes."""
     rows = np.ascontiguousarray(vectors, dtype=np.float32)
-    return [
-        hashlib.blake2b(rows[i].tobytes(), digest_size=12).hexdigest() if present[i] else ""
-        for i in range(rows.shape[0])
-    ]
+    digests: list[str | None] = [None] * rows.shape[0]
+    last = _last_digests
+    if keys is not None and last.keys is not None and last.rows is not None and last.rows.shape[1:] == rows.shape[1:]:
+        same_rows = equal_rows(last.rows, rows)
+        _, old_of_new, _ = match_keys(
+            last.keys, keys, lambda old, new: same_rows(old, new) & (last.present[old] == present[new])
+        )  # fmt: skip
+        for new in np.flatnonzero(old_of_new >= 0).tolist():
+            digests[new] = last.digests[old_of_new[new]]
+    for i, digest in enumerate(digests):
+        if digest is None:
+            digests[i] = hashlib.blake2b(rows[i].tobytes(), digest_size=12).hexdigest() if present[i] else ""
+    if keys is not None:
+        kept = rows if not rows.flags.writeable else rows.copy()  # a caller may still change a writable matrix
+        last.keys, last.rows, last.present, last.digests = list(keys), kept, np.asarray(present, dtype=bool), digests
+    return digests
+
+
+@dataclass
+class _LastDigests:
+    """The rows (by key) this process digested last, and their digests."""
+
+    keys: list[str] | None = None
+    rows: np.ndarray | None = None
+    present: np.ndarray | None = None
+    digests: list[str] = field(default_factory=list)
+
+
+_last_digests = _LastDigests()
 
 
 def search_lists(keys: list[str], digests: list[str], searched: np.ndarray, settings: SearchSettings) -> NeighbourLists:
