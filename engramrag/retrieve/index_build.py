@@ -29,7 +29,7 @@ from engramrag.retrieve.body_terms import TERMS_SINCE, BodyTerms, WordingTerms
 from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.edge_statements import KeptStatements, source_digests
 from engramrag.retrieve.edge_statements import save as save_statements
-from engramrag.retrieve.index_graph import EDGE_KINDS, assemble_graph
+from engramrag.retrieve.index_graph import EDGE_KINDS, StoredLabels, assemble_graph
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
 from engramrag.store import Home
@@ -277,14 +277,14 @@ def _passages(catalog: duckdb.DuckDBPyConnection, embedded: str, body_terms: Bod
                                           dtype=object))  # fmt: skip
 
 
-def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Label text -> its stored vector (read from LanceDB, never re-embedded)."""
+def _label_vectors(home: Home, embedder: Embedder, entities: pd.DataFrame) -> StoredLabels:
+    """The stored label vectors (read from LanceDB, never re-embedded)."""
     if entities.empty:
-        return {}
+        return StoredLabels([], np.zeros((0, embedder.dimension), dtype=np.float32))
     # Imported here: `engram build` imports this module on every run, and LanceDB only when the index is rebuilt.
     from engramrag.vectors.lancedb_store import VectorStore
 
-    return VectorStore.for_home(home, embedder).label_vectors()
+    return StoredLabels(*VectorStore.for_home(home, embedder).label_matrix())
 
 
 def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files_of: Path | None = None) -> None:

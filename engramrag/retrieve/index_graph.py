@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +43,7 @@ EDGE_KINDS = {MENTION: "mention", RELATION: "relation", HIERARCHY: "hierarchy", 
 
 def assemble_graph(
     tables: dict[str, Any],
-    label_vectors: dict[str, np.ndarray],
+    label_vectors: Mapping[str, np.ndarray] | StoredLabels,
     config: IndexConfig,
     previous: tuple[Neighbours, list[str], np.ndarray] | None = None,
     body_terms: BodyTerms | None = None,
@@ -165,21 +167,43 @@ def _categories(column: pd.Series) -> pd.Series:
     return column if held.all() else column.cat.remove_unused_categories()
 
 
+@dataclass(frozen=True)
+class StoredLabels:
+    """The stored label vectors as the rows of one matrix (``VectorStore.label_matrix``): ``matrix[i]`` is
+    ``texts[i]``'s."""
+
+    texts: list[str]
+    matrix: np.ndarray
+
+
 def _node_vectors(
-    mentions: pd.DataFrame, label_vectors: dict[str, np.ndarray], node_keys: list[str], entity_count: int
-) -> np.ndarray:
-    """Each node's vector: that of the first of its mentions whose label has a stored vector."""
-    stored = mentions[mentions["label"].isin(list(label_vectors))].drop_duplicates("node")
-    vector_of_node = dict(zip(stored["node"].tolist(), stored["label"].tolist(), strict=True))
-    missing = [node for node in range(entity_count) if node not in vector_of_node]
-    if missing:
+    mentions: pd.DataFrame, label_vectors: Mapping[str, np.ndarray] | StoredLabels, node_keys: list[str],
+    entity_count: int,
+) -> np.ndarray:  # fmt: skip
+    """Each node's vector: that of the first of its mentions whose label has a stored vector, taken in one gather
+    (a dict of 200,000 vectors stacked row by row took 2 s at 100,000 notes)."""
+    if not isinstance(label_vectors, StoredLabels):
+        texts = list(label_vectors)
+        stacked = np.stack([label_vectors[text] for text in texts]) if texts else np.zeros((0, 1))
+        label_vectors = StoredLabels(texts, stacked)
+    labels = _categories(mentions["label"])
+    row_of_text = {text: row for row, text in enumerate(label_vectors.texts)}  # a text stored twice: its last row
+    row_of_label = np.array([row_of_text.get(label, -1) for label in labels.cat.categories.tolist()], dtype=np.int64)
+    codes = labels.cat.codes.to_numpy()
+    row = np.where(codes >= 0, np.append(row_of_label, -1)[codes], -1)
+    stored = row >= 0
+    nodes, first = np.unique(mentions["node"].to_numpy()[stored], return_index=True)
+    row_of_node = np.full(entity_count, -1, dtype=np.int64)
+    row_of_node[nodes] = row[stored][first]
+    missing = np.flatnonzero(row_of_node < 0)
+    if len(missing):
         raise RuntimeError(
             f"{len(missing)} entity labels have no vector (e.g. {node_keys[missing[0]]!r}); the embeddings are "
             "behind the catalog. Run the build again (it embeds what is missing) or rebuild with --full."
         )
     if not entity_count:
         return np.zeros((0, 1))
-    return np.stack([label_vectors[vector_of_node[node]] for node in range(entity_count)])
+    return label_vectors.matrix[row_of_node]
 
 
 def _mention_edges(
