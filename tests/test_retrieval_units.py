@@ -781,3 +781,15 @@ def test_keys_summed_with_their_row_numbers_packed_give_what_unique_gives_to_the
         assert unique.tolist() == sorted(expected)
         assert sums.tolist() == [expected[k] for k in unique.tolist()]
     assert [len(part) for part in summed_by_key(np.zeros(0, dtype=np.int64), np.zeros(0))] == [0, 0]
+
+
+def test_label_term_rows_are_each_nodes_wordings_terms_in_order() -> None:
+    from engramrag.retrieve.index_build import _label_terms
+
+    term_lists = [[("minji", "park"), ("박민지",)], [], [("postgres",)], [(), ("lance", "db")]]
+    rows = _label_terms(term_lists)
+    assert list(rows.itertuples(index=False, name=None)) == [
+        (node, wording, term) for node, wordings in enumerate(term_lists)
+        for wording, listed in enumerate(wordings) for term in listed
+    ]  # fmt: skip
+    assert len(_label_terms([])) == 0 and list(_label_terms([]).columns) == ["node", "wording", "term"]

@@ -12,7 +12,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -312,15 +314,7 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files
             "density": graph["density"],
         }
     )
-    label_terms = pd.DataFrame(
-        [
-            (node, wording, term)
-            for node, wordings in enumerate(graph["term_lists"])
-            for wording, listed in enumerate(wordings)
-            for term in listed
-        ],
-        columns=["node", "wording", "term"],
-    )
+    label_terms = _label_terms(graph["term_lists"])
     idf = pd.DataFrame(list(graph["idf"].items()), columns=["term", "idf"])
     passages = graph["passages"][
         ["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end", "valid_from",
@@ -353,6 +347,21 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files
     graph["notes"].save(folder)
     # In the order a search prefers them in (``index_graph._statement_rows``), which is the order it reads them in.
     save_statements(folder, graph["edge_statements"], graph["statement_sources"])
+
+
+def _label_terms(term_lists: list[list[Sequence[str]]]) -> pd.DataFrame:
+    """One row (node, wording, term) per term of each wording of each node, in that order, built as columns (a
+    list of a million row tuples took 1.5 s at 100,000 notes)."""
+    wordings = np.array([len(listed) for listed in term_lists], dtype=np.int64)
+    terms = np.array([len(terms) for listed in term_lists for terms in listed], dtype=np.int64)
+    node_of_wording = np.repeat(np.arange(len(term_lists), dtype=np.int64), wordings)
+    first_of_node = np.repeat(np.cumsum(wordings) - wordings, wordings)
+    wording_number = np.arange(len(node_of_wording), dtype=np.int64) - first_of_node
+    return pd.DataFrame({
+        "node": np.repeat(node_of_wording, terms),
+        "wording": np.repeat(wording_number, terms),
+        "term": pd.Series(list(chain.from_iterable(chain.from_iterable(term_lists))), dtype="str"),
+    })  # fmt: skip
 
 
 def linked(source: Path, target: Path) -> None:
