@@ -221,11 +221,27 @@ def chains_of(
                    resolved_links)
     rows: list[ValueRow] = []
     replaced: list[ValueSupersession] = []
+    linked = {path: frozenset(targets) for path, targets in links.items()}
+    made_before, made = _made_chains.of_inputs, {}
     for (subject_key, prop), found in sorted(observed.items()):
-        chain_rows, chain_replaced = _chain(subject_key, prop, found, links)
-        rows += chain_rows
-        replaced += chain_replaced
+        # A chain is a function of its observations and of the links of their notes: a resident process keeps the
+        # chains whose inputs it met last run (rebuilding 9,341 chains took 6 s of every run at 100,000 notes).
+        inputs = (subject_key, prop, tuple(found), tuple(linked.get(o.path) for o in found))
+        chain = made[inputs] = made_before.get(inputs) or _chain(subject_key, prop, found, links)
+        rows += chain[0]
+        replaced += chain[1]
+    _made_chains.of_inputs = made
     return rows, replaced
+
+
+@dataclass
+class _MadeChains:
+    """The chains this process's last run made, by their inputs."""
+
+    of_inputs: dict[tuple, tuple[list[ValueRow], list[ValueSupersession]]] = field(default_factory=dict)
+
+
+_made_chains = _MadeChains()
 
 
 class StatedValue(NamedTuple):
@@ -287,7 +303,7 @@ def stated_values(text: str, statements: Iterable, table: Mapping[str, tuple[str
     return found
 
 
-@dataclass
+@dataclass(unsafe_hash=True)  # never changed once made: a chain's observations key its kept result
 class _Observation:
     subject: str
     value_key: str
