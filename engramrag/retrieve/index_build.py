@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -97,9 +98,12 @@ def build_retrieval_index(
     staging = home.ppr_path / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    _write(staging, graph, embedder, current if _same_entity_files(previous, graph) else None)
-    body_terms.save(staging, graph["body_hashes"], graph["body_tokens"])
-    wording_terms.save(staging)
+    # The files kept for the next build (statement rows, the notes' and wordings' terms) are written on the second
+    # core while the index's own tables are (Arrow's and DuckDB's writers run without the interpreter lock).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        kept = pool.submit(_write_kept, staging, graph, body_terms, wording_terms)
+        _write(staging, graph, embedder, current if _same_entity_files(previous, graph) else None)
+        kept.result()
     manifest = {
         "format": FORMAT,
         "fingerprint": fingerprint,
@@ -345,8 +349,14 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files
         found = graph["neighbours"].neighbours
         np.savez(folder / NEIGHBOURS, indices=found.indices, similarities=found.similarities)
     graph["notes"].save(folder)
+
+
+def _write_kept(folder: Path, graph: dict[str, Any], body_terms: BodyTerms, wording_terms: WordingTerms) -> None:
+    """The files the next build reads to do less: the statement rows, the notes' terms, the wordings' terms."""
     # In the order a search prefers them in (``index_graph._statement_rows``), which is the order it reads them in.
     save_statements(folder, graph["edge_statements"], graph["statement_sources"])
+    body_terms.save(folder, graph["body_hashes"], graph["body_tokens"])
+    wording_terms.save(folder)
 
 
 def _label_terms(term_lists: list[list[Sequence[str]]]) -> pd.DataFrame:

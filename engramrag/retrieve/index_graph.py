@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,28 @@ def assemble_graph(
     statements an Arrow table: ``index_build._read_catalog``) and the stored vector of each label
     (``label_vectors``, read from LanceDB)."""
     passages = tables["passages"]
+    bodies = passages["body"].tolist()  # None for notes whose terms ``body_terms`` knows
+    # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
+    body_hashes = passages["body_hash"].tolist()
+    note_terms, note_stems = (body_terms or BodyTerms()).of(body_hashes, bodies)
+    note_stems = note_stems.compacted()  # once, for the BM25 index and for the terms kept beside the index
+    # The notes' BM25 needs nothing of the graph: built on the second core while the graph is assembled (both are
+    # mostly numpy and scipy work, which runs without the interpreter lock; 6 s each at 100,000 notes).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        notes = pool.submit(NoteIndex.from_tokens, note_stems)
+        graph = _assembled(tables, passages, label_vectors, config, previous, wording_terms, note_terms)
+    return graph | {
+        "notes": notes.result(),
+        "body_hashes": body_hashes,
+        "body_tokens": (note_terms, note_stems),  # per passage, as the terms kept beside the index are saved
+    }
+
+
+def _assembled(
+    tables: dict[str, Any], passages: pd.DataFrame, label_vectors: Mapping[str, np.ndarray] | StoredLabels,
+    config: IndexConfig, previous: tuple[Neighbours, list[str], np.ndarray] | None,
+    wording_terms: WordingTerms | None, note_terms: Tokens,
+) -> dict[str, Any]:  # fmt: skip
     mentions, node_keys = _mentions(tables["entities"], tables["clusters"])
     entity_count = len(node_keys)
     passage_docs = passages["doc_id"].tolist()
@@ -104,11 +127,6 @@ def assemble_graph(
         for node in range(entity_count)
     ]
     label_terms = {term for listed_wordings in term_lists for listed in listed_wordings for term in listed}
-    bodies = passages["body"].tolist()  # None for notes whose terms ``body_terms`` knows
-    # Once, for the label terms' idf and the notes' BM25; only the notes changed since the last index are cut.
-    body_hashes = passages["body_hash"].tolist()
-    note_terms, note_stems = (body_terms or BodyTerms()).of(body_hashes, bodies)
-    note_stems = note_stems.compacted()  # once, for the BM25 index and for the terms kept beside the index
     frequency = _document_frequency(note_terms, label_terms)
     return {
         "entity_count": entity_count,
@@ -132,9 +150,6 @@ def assemble_graph(
         "idf": term_idf(frequency, max(1, len(passages))),
         "superseded": tables["supersessions"],
         "document_supersessions": tables["document_supersessions"],
-        "notes": NoteIndex.from_tokens(note_stems),
-        "body_hashes": body_hashes,
-        "body_tokens": (note_terms, note_stems),  # per passage, as the terms kept beside the index are saved
         "wording_terms": wording_terms,
     }
 
