@@ -357,3 +357,24 @@ def test_an_edit_tidies_its_small_fragments_without_rewriting_indexed_buckets(st
     rewritten = {fragment.fragment_id for fragment in store.table("chunks").to_lance().get_fragments()}
     assert not rewritten & buckets and len(rewritten) < 7
     assert docs_of(store.search_text("edited note 13 Kafka"))[0] == "b1-13"
+
+
+def test_cached_labels_grow_and_shrink_without_changing_a_matrix_handed_out_before() -> None:
+    import numpy as np
+
+    from engramrag.vectors.label_cache import CachedLabels
+
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    cached = CachedLabels.of((1, "t1"), [f"l{i}" for i in range(16)], vectors[:16])
+    handed = [(cached.matrix, cached.matrix.copy())]
+    for step, start in enumerate(range(16, 40, 6)):  # room for some, then a larger buffer
+        labels = [f"l{i}" for i in range(start, start + 6)]
+        cached = cached.appended((2 + step, "t"), labels, vectors[start : start + 6])
+        handed.append((cached.matrix, cached.matrix.copy()))
+    assert cached.texts == tuple(f"l{i}" for i in range(40)) and np.array_equal(cached.matrix, vectors)
+    shrunk = cached.without((9, "t9"), {"l3", "l39", "absent"})
+    assert "l3" not in shrunk.texts and len(shrunk.texts) == 38
+    assert np.array_equal(shrunk.matrix, np.delete(vectors, [3, 39], axis=0))
+    assert all(np.array_equal(matrix, copy) for matrix, copy in handed)  # none changed under its holder
+    assert not shrunk.matrix.flags.writeable
