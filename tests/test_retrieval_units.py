@@ -793,3 +793,30 @@ def test_label_term_rows_are_each_nodes_wordings_terms_in_order() -> None:
         for wording, listed in enumerate(wordings) for term in listed
     ]  # fmt: skip
     assert len(_label_terms([])) == 0 and list(_label_terms([]).columns) == ["node", "wording", "term"]
+
+
+def test_a_run_memo_keeps_only_the_last_finished_runs_values() -> None:
+    import pytest
+
+    from engramrag.run_memo import RunMemo
+
+    memo: RunMemo[str, list[str]] = RunMemo()
+    made: list[str] = []
+
+    def make(key: str) -> list[str]:
+        made.append(key)
+        return [key]
+
+    with memo.run() as value:
+        first = value("a", lambda: make("a"))
+        assert value("a", lambda: make("a")) is first and value("b", lambda: make("b")) == ["b"]
+    with memo.run() as value:
+        assert value("a", lambda: make("a")) is first and value("c", lambda: make("c")) == ["c"]
+    assert made == ["a", "b", "c"]
+    with pytest.raises(RuntimeError), memo.run() as value:  # a run that raised keeps the run before it
+        value("d", lambda: make("d"))
+        raise RuntimeError("stopped")
+    with memo.run() as value:
+        value("c", lambda: make("c"))
+        value("b", lambda: make("b"))  # "b" was not used by the last finished run: made again
+    assert made == ["a", "b", "c", "d", "b"]

@@ -19,7 +19,7 @@ step wrote last time are recorded, so a withdrawn declaration or a rejected pair
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
@@ -75,6 +75,7 @@ from engramrag.revise.versions import (
     note_aliases,
     stated_values_by_note,
 )
+from engramrag.run_memo import RunMemo
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import short_hash
@@ -148,17 +149,14 @@ def refresh_timeline(
         author = authors[declaration.declared_in]
         rows.append(_declared_row(declaration, docs, keys, verdict, author))
         quads += _declared_quads(declaration, docs, verdict, author)
-    made_before, made = _made_quads.of_pairs, {}
-    for pair in replaced:
-        verdict = verdicts.get(pair.keys)
-        if verdict is not None and verdict.verdict == "reject":
-            rejected += 1
-            continue
-        rows.append(_value_row(pair, verdict, table))
-        key = (pair, verdict is not None)
-        found = made[key] = made_before.get(key) or _value_quads(pair, verdict)
-        quads += found
-    _made_quads.of_pairs = made
+    with _VALUE_QUADS.run() as made:
+        for pair in replaced:
+            verdict = verdicts.get(pair.keys)
+            if verdict is not None and verdict.verdict == "reject":
+                rejected += 1
+                continue
+            rows.append(_value_row(pair, verdict, table))
+            quads += made((pair, verdict is not None), lambda: _value_quads(pair, verdict))  # noqa: B023
     quads = list(dict.fromkeys(quads))
     frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
     value_frame = pd.DataFrame([_value_dict(v) for v in values], columns=VALUE_COLUMNS)
@@ -313,15 +311,9 @@ def _declared_quads(declaration: Declaration, docs: pd.DataFrame, verdict: Verdi
     return [ox.Quad(s, p, o, graph) for s, p, o in triples]
 
 
-@dataclass
-class _MadeQuads:
-    """The quads of each value pair this process's last run made, by the pair and whether a person accepted it (all
-    they depend on): 23,521 pairs at 100,000 notes, whose quads took 2.8 s to make again at every run."""
-
-    of_pairs: dict[tuple[ValueSupersession, bool], list[ox.Quad]] = field(default_factory=dict)
-
-
-_made_quads = _MadeQuads()
+# The quads of each value pair, by the pair and whether a person accepted it (all they depend on): 23,521 pairs at
+# 100,000 notes, whose quads took 2.8 s to make again at every run.
+_VALUE_QUADS: RunMemo[tuple[ValueSupersession, bool], list[ox.Quad]] = RunMemo()
 
 
 def _value_quads(pair: ValueSupersession, verdict: Verdict | None) -> list[ox.Quad]:

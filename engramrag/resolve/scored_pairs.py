@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ import numpy as np
 from engramrag.npz_files import joined_texts, load_arrays, save_arrays, split_texts
 from engramrag.resolve.keytable import KeyTable
 from engramrag.retrieve.neighbours import equal_values, match_keys
+from engramrag.run_memo import RunMemo
 
 FILE = "scored_pairs.npz"
 PENDING = "scored_pairs.pending.npz"  # written before the catalog commits; renamed to FILE after
@@ -100,32 +101,22 @@ def key_digests(table: KeyTable, vector_digests: list[str], inputs: list[str]) -
     its mention rows and of the documents its evidence is quoted from (``resolve.stored_keys.key_inputs``); the
     key's words, compact form, acronyms and numbers are functions of the key itself."""
     digests = []
-    known, seen = _last_key_digests.of_fields, {}
-    for i, key in enumerate(table.keys):
-        # As they are (sets compared as sets): a key whose fields equal those this process digested last keeps that
-        # digest (sorting and hashing 200,000 keys' fields took 2 s of every run at 100,000 notes).
-        fields = (table.labels[i], table.kinds[i], table.check_kinds[i], frozenset(table.declared[i]),
-                  frozenset(table.written[i]), frozenset(table.names[i]), vector_digests[i], inputs[i])  # fmt: skip
-        last = known.get(key)
-        if last is not None and last[0] == fields:
-            digest = last[1]
-        else:
-            shown = (*fields[:3], sorted(fields[3]), sorted(fields[4]), sorted(fields[5]), *fields[6:])
-            digest = hashlib.blake2b(repr(shown).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        seen[key] = (fields, digest)
-        digests.append(digest)
-    _last_key_digests.of_fields = seen
+    with _KEY_DIGESTS.run() as made:
+        for i in range(len(table.keys)):
+            # Sets as sets: fields met again keep their digest (sorting and hashing 200,000 keys' fields took 2 s of
+            # every run at 100,000 notes); new ones are sorted and hashed.
+            fields = (table.labels[i], table.kinds[i], table.check_kinds[i], frozenset(table.declared[i]),
+                      frozenset(table.written[i]), frozenset(table.names[i]), vector_digests[i], inputs[i])  # fmt: skip
+            digests.append(made(fields, lambda: _digest(fields)))  # noqa: B023
     return digests
 
 
-@dataclass
-class _LastKeyDigests:
-    """Per key, the fields this process digested last and their digest."""
-
-    of_fields: dict[str, tuple[tuple, str]] = field(default_factory=dict)
+def _digest(fields: tuple) -> str:
+    shown = (*fields[:3], sorted(fields[3]), sorted(fields[4]), sorted(fields[5]), *fields[6:])
+    return hashlib.blake2b(repr(shown).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-_last_key_digests = _LastKeyDigests()
+_KEY_DIGESTS: RunMemo[tuple, str] = RunMemo()
 
 
 def plan_scoring(

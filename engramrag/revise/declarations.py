@@ -19,6 +19,7 @@ import pandas as pd
 
 from engramrag.extract.decision_fields import references
 from engramrag.revise.references import ReferenceIndex
+from engramrag.run_memo import RunMemo
 from engramrag.vault.document import span_of
 from engramrag.vault.markdown import FRONT_MATTER
 
@@ -92,22 +93,18 @@ def _note_index(documents: pd.DataFrame) -> ReferenceIndex:
             documents["doc_id"], documents["path"], documents["title"], documents["doc_date"], strict=True
         )
     )
-    if _last.index is not None and _last.notes == notes:
-        return _last.index
+    with _NOTE_INDEX.run() as made:
+        return made(notes, lambda: _indexed(notes))
+
+
+def _indexed(notes: tuple[tuple[str, str, str, str | None], ...]) -> ReferenceIndex:
     index = ReferenceIndex()
     for doc_id, path, title, day in notes:
         index.add_version(path, [(doc_id, title, day)])
-    _last.notes, _last.index = notes, index
     return index
 
 
-@dataclass
-class _LastIndex:
-    notes: tuple[tuple[str, str, str, str | None], ...] = ()
-    index: ReferenceIndex | None = None
-
-
-_last = _LastIndex()
+_NOTE_INDEX: RunMemo[tuple[tuple[str, str, str, str | None], ...], ReferenceIndex] = RunMemo()
 
 
 def declared_references(text: str, front_matter: object) -> list[DeclaredReference]:

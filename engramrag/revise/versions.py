@@ -43,6 +43,7 @@ from engramrag.extract.properties import KEY_SEPARATORS, SINGLE_VALUED, property
 from engramrag.extract.textutil import normalise_label
 from engramrag.revise.declarations import VALUE_PREFIX
 from engramrag.revise.references import ReferenceIndex
+from engramrag.run_memo import RunMemo
 from engramrag.vault.dates import find_date
 
 DATE_VALUED = frozenset({"deadline"})
@@ -222,26 +223,18 @@ def chains_of(
     rows: list[ValueRow] = []
     replaced: list[ValueSupersession] = []
     linked = {path: frozenset(targets) for path, targets in links.items()}
-    made_before, made = _made_chains.of_inputs, {}
-    for (subject_key, prop), found in sorted(observed.items()):
-        # A chain is a function of its observations and of the links of their notes: a resident process keeps the
-        # chains whose inputs it met last run (rebuilding 9,341 chains took 6 s of every run at 100,000 notes).
-        inputs = (subject_key, prop, tuple(found), tuple(linked.get(o.path) for o in found))
-        chain = made[inputs] = made_before.get(inputs) or _chain(subject_key, prop, found, links)
-        rows += chain[0]
-        replaced += chain[1]
-    _made_chains.of_inputs = made
+    with _CHAINS.run() as made:
+        for (subject_key, prop), found in sorted(observed.items()):
+            # A chain is a function of its observations and of the links of their notes (rebuilding 9,341 chains
+            # took 6 s of every run at 100,000 notes).
+            inputs = (subject_key, prop, tuple(found), tuple(linked.get(o.path) for o in found))
+            chain_rows, chain_replaced = made(inputs, lambda: _chain(subject_key, prop, found, links))  # noqa: B023
+            rows += chain_rows
+            replaced += chain_replaced
     return rows, replaced
 
 
-@dataclass
-class _MadeChains:
-    """The chains this process's last run made, by their inputs."""
-
-    of_inputs: dict[tuple, tuple[list[ValueRow], list[ValueSupersession]]] = field(default_factory=dict)
-
-
-_made_chains = _MadeChains()
+_CHAINS: RunMemo[tuple, tuple[list[ValueRow], list[ValueSupersession]]] = RunMemo()
 
 
 class StatedValue(NamedTuple):
