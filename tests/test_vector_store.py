@@ -173,7 +173,7 @@ def test_labels_are_stored_once_per_text_and_dropped_when_unused(store: VectorSt
     assert add_labels(store, ["PostgreSQL", "Dagster"]) == 2
     assert add_labels(store, ["Dagster", "박민지"]) == 1  # Dagster keeps its row
     assert store.stored_labels() == {"PostgreSQL", "Dagster", "박민지"} and store.count("entity_labels") == 3
-    vectors = store.label_vectors()
+    vectors = dict(zip(*store.label_matrix(), strict=True))
     assert set(vectors) == {"PostgreSQL", "Dagster", "박민지"}
     assert vectors["박민지"].tolist() == pytest.approx(EMBEDDER.embed(["박민지"])[0].tolist())
     assert store.drop_labels({"PostgreSQL", "never stored"}) == 1

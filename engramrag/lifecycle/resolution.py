@@ -281,12 +281,11 @@ def refresh_overlay(
         named = {key for left, right, _ in automatic for key in (left, right)}
         named |= {key for verdict in verdicts for key in (verdict.left_key, verdict.right_key)}
         kinds, key_count = _compared_kinds(catalog, named)
-    # Only the keys a pair or a verdict names can join a cluster; every other key stays alone and writes no row.
-    automatic = [(left, right, score) for left, right, score in automatic if left in kinds and right in kinds]
-    # The pairs as a set (the catalog gives them in no order; the clustering sorts them by score, then keys).
-    threshold = candidate_config.auto_merge_threshold
-    inputs = (tuple(sorted(automatic)), tuple(verdicts), tuple(sorted(kinds.items())), threshold)
-    with catalog_writer(home, config.bucket_count) as catalog:
+        # Only the keys a pair or a verdict names can join a cluster; every other key stays alone and writes no row.
+        automatic = [(left, right, score) for left, right, score in automatic if left in kinds and right in kinds]
+        # The pairs as a set (the catalog gives them in no order; the clustering sorts them by score, then keys).
+        threshold = candidate_config.auto_merge_threshold
+        inputs = (tuple(sorted(automatic)), tuple(verdicts), tuple(sorted(kinds.items())), threshold)
         kept = _last_overlay.clustering_for(home, catalog, inputs)
     if kept is not None:
         return _overlay_summary(kept, key_count, verdicts, kind_totals, kept=True), kept

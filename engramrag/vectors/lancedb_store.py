@@ -221,11 +221,6 @@ class VectorStore:
                 table.create_index("vector", config=ann_config(rows))
         return optimised
 
-    def label_vectors(self) -> dict[str, np.ndarray]:
-        """Label text -> its stored vector (read, never re-embedded)."""
-        labels, vectors = self.label_matrix()
-        return {label: vectors[i] for i, label in enumerate(labels)}
-
     def label_matrix(self) -> tuple[list[str], np.ndarray]:
         """The stored labels and their vectors as the rows of one float32 matrix (read-only), in the table's order.
         Read once per version of the table (``label_cache``: this process's own writes keep it current)."""
