@@ -13,7 +13,14 @@ import pytest
 from engramrag.catalog.connection import catalog_writer
 from engramrag.resolve.inputs import live_mentions
 from engramrag.resolve.keytable import KeyTable, build_key_table
-from engramrag.resolve.stored_keys import KeyTableUpdate, key_inputs, live_label_keys, update_key_table, write_key_rows
+from engramrag.resolve.stored_keys import (
+    KeyTableUpdate,
+    key_inputs,
+    key_mention_lists,
+    live_label_keys,
+    update_key_table,
+    write_key_rows,
+)
 from engramrag.store import Home
 
 MAX_POSTING = 1  # an alias two keys own is generic: the shared-alias names must be recomputed across keys
@@ -60,6 +67,7 @@ class Vault:
         with catalog_writer(self.home, 4) as catalog:
             labels = live_label_keys(catalog)
             update = update_key_table(catalog, labels, None, MAX_POSTING, code)
+            update.table.fresh_lists = key_mention_lists(catalog, labels, {row.key for row in update.fresh})
             catalog.execute("BEGIN")
             write_key_rows(catalog, update, code)
             catalog.execute("COMMIT")
@@ -73,8 +81,9 @@ def assert_same_table(update: KeyTableUpdate, full: KeyTable) -> None:
         if field.name in ("mentions", "vectors", "has_vector"):
             continue
         assert getattr(update.table, field.name) == getattr(full, field.name), field.name
-    for row in update.fresh:  # the keys computed this run come with their mention lists, as a full build has them
-        assert update.table.mentions[row.key] == full.mentions[row.key]
+    assert update.table.mentions == {}  # the caller reads the lists of the keys it quotes, as a full build has them
+    fresh = {row.key for row in update.fresh}
+    assert update.table.fresh_lists == {key: full.mentions[key] for key in fresh}
 
 
 def recomputed(update: KeyTableUpdate) -> set[str]:

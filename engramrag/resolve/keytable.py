@@ -97,11 +97,13 @@ def build_key_table(
 
 
 def key_rows(
-    mentions: pd.DataFrame, documents: pd.DataFrame | None, custom_kinds: Mapping[str, str] | None = None
+    mentions: pd.DataFrame, documents: pd.DataFrame | None, custom_kinds: Mapping[str, str] | None = None,
+    with_lists: bool = True,
 ) -> tuple[list[KeyRow], dict[str, list[tuple[str, str, int | None, int]]], dict[str, str]]:
-    """The rows of the stable keys of ``mentions`` in sorted key order, each key's mention list, and the key of
-    each document's title row (doc_id -> key). ``mentions`` must hold every row of each of its keys; ``documents``
-    (doc_id, and ``aliases`` or ``front_matter``) gives the declared aliases of the notes titled by those keys."""
+    """The rows of the stable keys of ``mentions`` in sorted key order, each key's mention list (none when not
+    ``with_lists``), and the key of each document's title row (doc_id -> key). ``mentions`` must hold every row of
+    each of its keys; ``documents`` (doc_id, and ``aliases`` or ``front_matter``) gives the declared aliases of the
+    notes titled by those keys."""
     rows = _MentionColumns(mentions, custom_kinds)
     keys = rows.keys
     declared_raw: dict[str, set[str]] = defaultdict(set)
@@ -130,7 +132,7 @@ def key_rows(
         )
         for i, (key, documents_of) in enumerate(zip(keys, rows.documents(), strict=True))
     ]
-    return found, rows.mention_lists(), title_key
+    return found, rows.mention_lists() if with_lists else {}, title_key
 
 
 def mention_lists(mentions: pd.DataFrame) -> dict[str, list[tuple[str, str, int | None, int]]]:
@@ -231,7 +233,7 @@ class _MentionColumns:
         self.doc_ids = kept["doc_id"].astype(str).to_numpy(dtype=object)
         self.doc_ranks, _ = pd.factorize(self.doc_ids, sort=True)
         self.counts = kept["mentions"].astype(np.int64).to_numpy()
-        self.first_lines = [_int_or_none(value) for value in kept["first_line"].to_numpy(dtype=object)]
+        self.first_line_column = kept["first_line"]  # made ints only for the mention lists (a loop over every row)
         self.aliases = kept["aliases"].to_numpy(dtype=object)
         self.has_aliases = np.array(  # a cheap first look: ``strings`` then reads just these rows
             [value is not None and (not hasattr(value, "__len__") or len(value) > 0) for value in self.aliases],
@@ -275,7 +277,8 @@ class _MentionColumns:
         order = np.lexsort((np.arange(len(self.key_index)), self.doc_ranks, -self.counts, self.key_index))
         bounds = np.searchsorted(self.key_index[order], np.arange(len(self.keys) + 1))
         labels = self.label_names[self.label_codes[order]].tolist()
-        lines = [self.first_lines[i] for i in order.tolist()]
+        first_lines = self.first_line_column.to_numpy(dtype=object)[order]
+        lines = [_int_or_none(value) for value in first_lines]
         rows = list(zip(self.doc_ids[order].tolist(), labels, lines, self.counts[order].tolist(), strict=True))
         return {key: rows[bounds[i] : bounds[i + 1]] for i, key in enumerate(self.keys)}
 

@@ -91,8 +91,9 @@ def update_key_table(
 ) -> KeyTableUpdate:
     """The key table of the live mentions (``labels`` from ``live_label_keys``), its rows computed only for keys
     whose inputs changed since the stored ones were (every key's when ``whole`` gives a reason, when nothing is
-    stored, or when the stored rows were computed by other ``code``). ``mentions`` of the table holds the mention
-    lists of the keys computed this run only."""
+    stored, or when the stored rows were computed by other ``code``). ``mentions`` of the table is empty: the caller
+    reads the lists of the keys it quotes (``key_mention_lists``), and making them for every key computed this run
+    was a loop over all their mention rows (a key named in thousands of notes has thousands)."""
     inputs = key_inputs(catalog, labels)
     recorded = next(iter(catalog.execute("SELECT value FROM meta WHERE key = ?", [META_KEY]).fetchall()), (None,))[0]
     stored_code = None if recorded is None else recorded.partition(" ")[0]
@@ -102,10 +103,10 @@ def update_key_table(
     stored = {} if whole else _written.rows if in_memory else _stored_rows(catalog)
     changed = sorted(key for key, digest in inputs.items() if key not in stored or stored[key][0] != digest)
     mentions = mentions_of_keys(catalog, labels, changed)
-    fresh, lists, _titles = key_rows(mentions, _front_matter(catalog, mentions))
+    fresh, _lists, _titles = key_rows(mentions, _front_matter(catalog, mentions), with_lists=False)
     rows = {key: row for key, (_digest, row) in stored.items() if key in inputs} | {row.key: row for row in fresh}
     ordered = [rows[key] for key in sorted(rows)]
-    table = assemble_key_table(ordered, file_name_aliases(_titled_notes(catalog, labels)), vectors, max_posting, lists)
+    table = assemble_key_table(ordered, file_name_aliases(_titled_notes(catalog, labels)), vectors, max_posting)
     computed = {row.key for row in fresh}
     removed = sorted(key for key in stored if key not in inputs or key in computed)
     return KeyTableUpdate(table, [inputs[key] for key in table.keys], fresh, removed, whole, ordered, in_memory)

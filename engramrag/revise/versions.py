@@ -296,8 +296,11 @@ def stated_values(text: str, statements: Iterable, table: Mapping[str, tuple[str
     return found
 
 
-@dataclass(unsafe_hash=True)  # never changed once made: a chain's observations key its kept result
-class _Observation:
+class _Observation(NamedTuple):
+    """One note's value of one property of one subject, as a chain reads it. A tuple: a chain's observations key its
+    kept result (``_CHAINS``), and tuples are hashed and compared in C (a dataclass's ``__eq__`` builds two tuples
+    per comparison)."""
+
     subject: str
     value_key: str
     value: str
