@@ -13,6 +13,7 @@ from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.lifecycle.timeline_notes import FILE, KeptLinks, KeptNotes, NoteFacts
 from engramrag.revise.declarations import declared_references
 from engramrag.revise.versions import (
+    Names,
     VersionConfig,
     chains_of,
     link_targets,
@@ -212,3 +213,55 @@ def test_names_grown_by_what_was_added_are_the_names_built_from_everything() -> 
     fewer = vault_names(titles[:1], ["Postgres"], set(), [])  # taken away: built whole
     assert _roots(fewer) == _roots(NameSources.of(titles[:1], ["Postgres"], set(), []).names())
     assert fewer.find("postgres db") == "postgres db" and not fewer.known("Atlas")
+
+
+def test_a_notes_observations_are_kept_while_the_names_are_the_same_and_made_again_when_they_grow(monkeypatch) -> None:
+    # Issue 16: observing every note's values was 5 s of every timeline run at 100,000 notes; an edit to one note
+    # rarely changes the names, and when it does a kept observation may name another subject or value.
+    from engramrag.lifecycle.timeline_names import vault_names
+    from engramrag.revise import versions
+
+    documents, config = _documents(), VersionConfig()
+    facts = _facts(documents, _statements(), pd.DataFrame(columns=["doc_id", "entity_key", "label"]))
+    stated = {doc_id: list(f.values) for doc_id, f in facts.items()}
+    targets = dict(zip(documents["path"], [facts[d].link_targets for d in documents["doc_id"]], strict=True))
+    titles = list(zip(documents["title"], [facts[d].aliases for d in documents["doc_id"]], strict=True))
+    made = []
+    observed = versions._note_observations
+    monkeypatch.setattr(versions, "_note_observations", lambda *given: made.append(given[0]) or observed(*given))
+
+    def run(labels: list[str], aliased: set) -> tuple[list, list, tuple | None]:
+        names = vault_names(titles, labels, aliased, [])
+        edition = names.edition()
+        found = chains_of(documents, stated, names, targets, config)
+        fresh = chains_of(documents, stated, names_of(titles, labels, aliased, []), targets, config)  # never sealed
+        assert found == fresh
+        return found, fresh, edition
+
+    first = run(["Minji Park"], set())
+    assert len(made) == 3 * 2  # sealed names: every note observed once, and once more for the unsealed names
+    made.clear()
+    second = run(["Minji Park"], set())
+    assert second[2] == first[2] and second[:2] == first[:2]
+    assert len(made) == 3  # only for the unsealed names: every note's observations were kept
+    made.clear()
+    grown = run(["Minji Park", "Daniel Cho", "이서연"], {("Daniel Cho", ("이서연",))})
+    assert grown[2] != first[2] and len(made) == 3 * 2
+    values = {row.path: row.value_key for row in grown[0][0]}
+    assert values["meetings/2024-03-04.md"] == values["meetings/2024-06-10.md"]  # one person now, in unchanged notes
+    assert grown[0] != first[0]
+
+
+def test_sealed_names_of_one_base_and_the_same_changes_are_one_edition() -> None:
+    base = object()
+    one, two = Names(), Names()
+    for names in (one, two):
+        names.join(["Billing service", "결제 서비스"])
+        names.seal(base)
+    assert Names().edition() is None and one.edition() == two.edition()
+    one.join(["Atlas", "Billing service"])
+    assert one.edition() != two.edition()
+    two.join(["Atlas", "Billing service"])
+    assert one.edition() == two.edition()
+    two.add("Falcon")
+    assert one.edition() != two.edition()

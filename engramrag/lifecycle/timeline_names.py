@@ -72,6 +72,7 @@ def _copied(names: Names) -> Names:
 class _Last:
     sources: NameSources | None = None
     names: Names | None = None
+    base: object = None  # what the names of these sources were sealed with (``Names.seal``)
 
 
 _last = _Last()
@@ -83,9 +84,12 @@ def vault_names(
 ) -> Names:  # fmt: skip
     """``revise.versions.names_of`` of these sources, grown from this process's last names when nothing was taken
     away since. The caller may join more into what it is given (the chains join replaced notes' titles): the names
-    kept for the next run are a copy."""
+    kept for the next run are a copy. The names are sealed (``Names.seal``) with the base of the last run's when their
+    sources are the same, so what was computed from those names can be kept."""
     sources = NameSources.of(titles, labels, aliased, clusters)
     grows = _last.sources is not None and sources.grows(_last.sources)
     names = sources.names(_last.sources, _last.names) if grows else sources.names()
-    _last.sources, _last.names = sources, _copied(names)
+    base = _last.base if grows and sources == _last.sources else object()
+    _last.sources, _last.names, _last.base = sources, _copied(names), base
+    names.seal(base)
     return names

@@ -29,6 +29,7 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import groupby
@@ -139,10 +140,24 @@ class Names:
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
         self.labels: set[str] = set()
+        self._base: object | None = None  # see ``edition``
+        self._changes: list[tuple[str, ...]] = []
+
+    def seal(self, base: object) -> None:
+        """From now on the names are ``base`` and the changes made after this call (``edition``): the caller gives the
+        same ``base`` only to names of the same content (``lifecycle.timeline_names`` does, for names it kept)."""
+        self._base, self._changes = base, []
+
+    def edition(self) -> tuple[object, tuple[tuple[str, ...], ...]] | None:
+        """What these names are, as something to compare: the sealed base and every change since, in order (equal
+        editions are equal names); None for names never sealed."""
+        return None if self._base is None else (self._base, tuple(self._changes))
 
     def add(self, label: str) -> None:
         if key := normalise_label(label):
             self.labels.add(key)
+            if self._base is not None:
+                self._changes.append(("add", key))
 
     def known(self, label: str) -> bool:
         """Whether a note title, an alias or an entity has this name."""
@@ -161,6 +176,8 @@ class Names:
         always its least key, whatever order the joins came in (``aliased`` is a set, whose order differs between
         processes: a subject's key, part of the decisions store's keys of its value pairs, must not)."""
         labels = [label for label in labels if normalise_label(label)]
+        if self._base is not None:
+            self._changes.append(("join", *labels))
         for label in labels:
             self.add(label)
         roots = {self.find(label) for label in labels}
@@ -336,45 +353,31 @@ def _observations(
 ) -> dict[tuple[str, str], list[_Observation]]:
     series = _series_titles(docs)
     # Keys and their words repeat across notes: what the names say of each is asked once.
-    heads: dict[str, tuple[str, str | None] | None] = {}
-    learned: dict[str, tuple[str | None, str]] = {}
+    asked = _Asked(names)
     declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
     candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
-    for doc_id in sorted(stated):
-        if doc_id not in docs or not stated[doc_id]:
-            continue
-        doc = docs[doc_id]
-        title = _subject_title(str(doc.title or doc.path))
-        title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
-        for value in stated[doc_id]:
-            if value.prop is not None:
-                prop, prefix = value.prop, value.prefix
-                if prefix and prefix not in heads:
-                    # "Billing service owner": the billing service's owner; "Figma contract owner": Figma's
-                    heads[prefix] = (prefix, None) if names.known(prefix) else _known_head(prefix, names)
-                if value.own:
-                    subject = value.own
-                elif prefix and (head := heads[prefix]):
-                    subject, rest = head
-                    prop = f"{prop}:{rest}" if rest is not None else prop
-                else:
-                    subject = title
-                    prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
-                target = declared
-            else:
-                if value.key not in learned:
-                    learned[value.key] = _learned_key(value.key, names)
-                named, prop = learned[value.key]
-                subject = named if named is not None else value.own or title
-                target = None
-            if not subject:
+    # A note's observations are a function of its row, its values, its title and the names: with the names of the
+    # last run, a note's are kept (5 s of every timeline at 100,000 notes).
+    edition = names.edition()
+    names_token = _NAMES_TOKEN.of(edition) if edition is not None else None
+    with _NOTE_OBSERVATIONS.run() if names_token is not None else nullcontext() as made:
+        for doc_id in sorted(stated):
+            if doc_id not in docs or not stated[doc_id]:
                 continue
-            observation = _observe(subject, value, doc_id, doc, prop, names)
-            subject_key = names.find(subject)
-            if target is not None:
-                target[(subject_key, prop)][doc_id] = observation  # the last line of a document wins
+            doc = docs[doc_id]
+            title = _subject_title(str(doc.title or doc.path))
+            title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
+            values = stated[doc_id]
+            if names_token is None:
+                found_here = _note_observations(doc_id, doc, title, values, asked)
             else:
-                candidates[(subject_key, prop)][doc_id].append(observation)
+                inputs = (names_token, tuple(doc), title, tuple(values))
+                found_here = made(inputs, lambda: _note_observations(doc_id, doc, title, values, asked))  # noqa: B023
+            for is_declared, key, observation in found_here:
+                if is_declared:
+                    declared[key][doc_id] = observation  # the last line of a document wins
+                else:
+                    candidates[key][doc_id].append(observation)
     found = {key: list(by_doc.values()) for key, by_doc in declared.items()}
     single = set(_single_valued_by_data(candidates, config)) | {name.split(":", 1)[0] for _, name in declared}
     for (subject_key, name), by_doc in candidates.items():
@@ -382,6 +385,75 @@ def _observations(
             held = found.setdefault((subject_key, name), [])
             held_docs = {o.doc_id for o in held}
             held += [observed[-1] for doc, observed in by_doc.items() if doc not in held_docs]
+    return found
+
+
+_NOTE_OBSERVATIONS: RunMemo[tuple, list[tuple[bool, tuple[str, str], _Observation]]] = RunMemo()
+
+
+@dataclass
+class _NamesToken:
+    """A small number per edition of the names (``Names.edition``), the same while the editions are equal: what a
+    note's kept observations are keyed by (the edition itself is long to hash once per note)."""
+
+    edition: object = None
+    token: int = 0
+
+    def of(self, edition: object) -> int:
+        if edition != self.edition:
+            self.edition, self.token = edition, self.token + 1
+        return self.token
+
+
+_NAMES_TOKEN = _NamesToken()
+
+
+class _Asked:
+    """What the names say of keys' words, asked once per run (keys and their words repeat across notes)."""
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+        self.heads: dict[str, tuple[str, str | None] | None] = {}
+        self.learned: dict[str, tuple[str | None, str]] = {}
+
+    def head(self, prefix: str) -> tuple[str, str | None] | None:
+        if prefix not in self.heads:
+            # "Billing service owner": the billing service's owner; "Figma contract owner": Figma's
+            self.heads[prefix] = (prefix, None) if self.names.known(prefix) else _known_head(prefix, self.names)
+        return self.heads[prefix]
+
+    def learned_key(self, key: str) -> tuple[str | None, str]:
+        if key not in self.learned:
+            self.learned[key] = _learned_key(key, self.names)
+        return self.learned[key]
+
+
+def _note_observations(
+    doc_id: str, doc: object, title: str, values: Sequence[StatedValue], asked: _Asked
+) -> list[tuple[bool, tuple[str, str], _Observation]]:
+    """One note's observations, in its line order: (of a declared property, (subject key, property), observation)."""
+    names = asked.names
+    found = []
+    for value in values:
+        if value.prop is not None:
+            prop, prefix = value.prop, value.prefix
+            if value.own:
+                subject = value.own
+            elif prefix and (head := asked.head(prefix)):
+                subject, rest = head
+                prop = f"{prop}:{rest}" if rest is not None else prop
+            else:
+                subject = title
+                prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
+            is_declared = True
+        else:
+            named, prop = asked.learned_key(value.key)
+            subject = named if named is not None else value.own or title
+            is_declared = False
+        if not subject:
+            continue
+        observation = _observe(subject, value, doc_id, doc, prop, names)
+        found.append((is_declared, (names.find(subject), prop), observation))
     return found
 
 
@@ -612,6 +684,7 @@ def _links(
     return links
 
 
+@lru_cache(maxsize=1 << 18)  # every note's title, twice per timeline run
 def _subject_title(title: str) -> str:
     """A note's title as the name of what it is about: without a leading or trailing date."""
     text = re.sub(r"^\s*\d{4}[-.]\d{2}[-.]\d{2}\s*[:\-–—]?\s*|\s*[:\-–—(]?\s*\d{4}[-.]\d{2}[-.]\d{2}\)?\s*$", "",
