@@ -45,6 +45,7 @@ from engramrag.resolve.scored_pairs import (
 )
 from engramrag.resolve.stored_keys import key_mention_lists, live_label_keys, update_key_table, write_key_rows
 from engramrag.resolve.surface_pairs import SurfacePairs, surface_fingerprint
+from engramrag.run_memo import RunMemo
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vectors.lancedb_store import VectorStore
@@ -375,8 +376,19 @@ def _compared_kinds(catalog: duckdb.DuckDBPyConnection, keys: set[str]) -> tuple
 def _key_vectors(home: Home, embedder: Embedder, labels: pd.DataFrame) -> KeyVectors:
     """One unit label vector per stable key: its first mentioned label's with a non-zero stored vector (labels of one
     key differ only in case or spacing). ``labels``: label and key, in first-mention order
-    (``resolve.stored_keys.live_label_keys``)."""
-    names, matrix = VectorStore.for_home(home, embedder).label_matrix()
+    (``resolve.stored_keys.live_label_keys``). The same labels and the same version of the stored vectors give the
+    last run's (2.5 s at 100,000 notes)."""
+    store = VectorStore.for_home(home, embedder)
+    inputs = (str(store.path), store.label_version(), tuple(labels["label"]), tuple(labels["key"]))
+    with _KEY_VECTORS.run() as made:
+        return made(inputs, lambda: _unit_key_vectors(store, embedder, labels))
+
+
+_KEY_VECTORS: RunMemo[tuple, KeyVectors] = RunMemo()
+
+
+def _unit_key_vectors(store: VectorStore, embedder: Embedder, labels: pd.DataFrame) -> KeyVectors:
+    names, matrix = store.label_matrix()
     if not names:
         return KeyVectors([], np.zeros((0, embedder.dimension), dtype=np.float32))
     # einsum rather than np.linalg.norm: the same lengths to float32 rounding, 40 times faster (1.5 s at 100,000

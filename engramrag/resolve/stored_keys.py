@@ -34,6 +34,7 @@ from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.inputs import core_kind_column, mention_columns
 from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, file_name_aliases, key_rows, mention_lists
+from engramrag.run_memo import RunMemo
 
 META_KEY = "resolution_keys"
 KEY_ROW_COLUMNS = ("entity_key", "inputs", "label", "kind", "check_kind", "declared", "written", "documents")
@@ -106,7 +107,10 @@ def update_key_table(
     fresh, _lists, _titles = key_rows(mentions, _front_matter(catalog, mentions), with_lists=False)
     rows = {key: row for key, (_digest, row) in stored.items() if key in inputs} | {row.key: row for row in fresh}
     ordered = [rows[key] for key in sorted(rows)]
-    table = assemble_key_table(ordered, file_name_aliases(_titled_notes(catalog, labels)), vectors, max_posting)
+    titled = tuple(_titled_notes(catalog, labels))
+    with _FILE_NAMES.run() as made:  # the same notes' names: the same aliases (2 s at 100,000 notes)
+        file_names = made(titled, lambda: file_name_aliases(titled))
+    table = assemble_key_table(ordered, file_names, vectors, max_posting)
     computed = {row.key for row in fresh}
     removed = sorted(key for key in stored if key not in inputs or key in computed)
     return KeyTableUpdate(table, [inputs[key] for key in table.keys], fresh, removed, whole, ordered, in_memory)
@@ -146,6 +150,7 @@ class _Written:
 
 
 _written = _Written()
+_FILE_NAMES: RunMemo[tuple[tuple[str, str], ...], dict[str, set[str]]] = RunMemo()
 
 
 def mentions_of_keys(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, keys: list[str] | None) -> pd.DataFrame:
@@ -194,7 +199,8 @@ def _titled_notes(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> l
     """(path, title key) of every live note with a title row."""
     with _labels_view(catalog, labels):
         return catalog.execute(
-            f"SELECT d.path, k.key FROM {_LIVE} AND e.entity_key = ? AND d.path <> ''", [DOCUMENT_KEY]
+            f"SELECT d.path, k.key FROM {_LIVE} AND e.entity_key = ? AND d.path <> '' ORDER BY d.path, k.key",
+            [DOCUMENT_KEY],
         ).fetchall()
 
 
