@@ -22,8 +22,6 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
@@ -33,6 +31,7 @@ from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.edge_statements import KeptStatements, source_digests
 from engramrag.retrieve.edge_statements import save as save_statements
 from engramrag.retrieve.index_graph import EDGE_KINDS, StoredLabels, assemble_graph
+from engramrag.retrieve.kept_entities import entity_rows
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
 from engramrag.store import Home
@@ -86,7 +85,8 @@ def build_retrieval_index(
         # The notes' terms are cut the same way since index format TERMS_SINCE (a change to the cutting raises it).
         cut_alike = current if current and TERMS_SINCE <= (_format_of(current) or 0) <= FORMAT else None
         body_terms, wording_terms = BodyTerms.load(cut_alike), WordingTerms.load(cut_alike)
-        tables = _read_catalog(catalog, body_terms, None if derive_all else KeptStatements.load(same_format))
+        kept = None if derive_all else KeptStatements.load(same_format)
+        tables = _read_catalog(catalog, body_terms, kept, home.catalog_path)
     progress.advance()
     vectors = _label_vectors(home, embedder, tables["entities"])
     progress.advance()
@@ -191,10 +191,11 @@ def _format_of(folder: Path) -> int | None:
 
 
 def _read_catalog(
-    catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms, kept: KeptStatements | None
+    catalog: duckdb.DuckDBPyConnection, body_terms: BodyTerms, kept: KeptStatements | None, catalog_path: Path
 ) -> dict[str, Any]:
     """The catalog's tables the index is made of: pandas frames, and the statements of the notes whose rows are not
-    ``kept`` as an Arrow table (read in no order, as the join puts them in the order search prefers)."""
+    ``kept`` as an Arrow table (read in no order, as the join puts them in the order search prefers). Without ``kept``
+    (the consistency pass) the mention rows are all read too, none kept by this process (``kept_entities``)."""
     embedded = "SELECT doc_id FROM embedded_documents"
     passages = _passages(catalog, embedded, body_terms)
     sources = source_digests(catalog, f"SELECT doc_id FROM documents WHERE NOT gone AND doc_id IN ({embedded})")
@@ -216,14 +217,7 @@ def _read_catalog(
         "kept_statements": kept.of(unchanged) if kept is not None else None,
         "kept_documents": len(unchanged),
         "statement_sources": sources,
-        "entities": _with_categories(
-            read_arrow(
-                catalog,
-                f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({embedded}) "
-                "ORDER BY doc_id, entity_key",
-            ),
-            ("doc_id", "entity_key", "label", "kind"),
-        ),
+        "entities": entity_rows(catalog, catalog_path, embedded, whole=kept is None).frame(),
         "clusters": read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"),
         "supersessions": read_frame(
             catalog,
@@ -249,14 +243,6 @@ def _read_catalog(
             """
         ),
     }
-
-
-def _with_categories(table: pa.Table, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The table as a frame whose ``columns`` are categories, dictionary-encoded by Arrow: one string per distinct
-    value rather than one per row (560,000 mentions of 37,442 labels in 10,000 notes at 10,000 notes)."""
-    for name in columns:
-        table = table.set_column(table.column_names.index(name), name, pc.dictionary_encode(table.column(name)))
-    return table.to_pandas()
 
 
 def _passages(catalog: duckdb.DuckDBPyConnection, embedded: str, body_terms: BodyTerms) -> pd.DataFrame:
