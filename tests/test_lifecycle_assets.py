@@ -188,8 +188,12 @@ def test_an_extraction_failure_is_recorded_and_retried_next_build(
     assert plan_changes(lifecycle.home, vault, config).buckets == []
     pending = plan_changes(lifecycle.home, vault, config, extractor=f"rules/{RulesExtractor.version}")
     assert pending.buckets == [int(lifecycle.bucket(FALCON))]
+    assert pending.files_changed == 0  # no file changed: `engram watch` does not build again for it in a loop
 
     monkeypatch.setattr(EngramStores, "make_extractor", real)
     retry = lifecycle.run_all()
     assert lifecycle.extracted_in(retry.run_id) == {FALCON}
     assert read_status(lifecycle.home)["failed"] == 0
+    (vault / FALCON).write_text((vault / FALCON).read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    edited = plan_changes(lifecycle.home, vault, config, extractor=f"rules/{RulesExtractor.version}")
+    assert edited.buckets == [int(lifecycle.bucket(FALCON))] and edited.files_changed == 1

@@ -25,6 +25,8 @@ class ChangePlan:
     examined: int = 0
     complete: bool = True  # False when the cap stopped the scan before the end
     resume_after: str = ""  # the last path examined, for the next tick
+    files_changed: int = 0  # entries for a file of the vault (new, edited, deleted), not a document still waiting
+    # for its extraction or its vectors
 
     @property
     def buckets(self) -> list[int]:
@@ -60,9 +62,11 @@ def plan_changes(
     for path, (bucket, *_) in manifest.items():
         if path not in present:
             plan.changes.setdefault(bucket, []).append(f"{path}:deleted")
+            plan.files_changed += 1
     for path, (bucket, _, _) in rejected.items():
         if path not in present:
             plan.changes.setdefault(bucket, []).append(f"{path}:rejected-gone")
+            plan.files_changed += 1
     ordered = [file for file in files if file.path > resume_after] + [f for f in files if f.path <= resume_after]
     for file in ordered:
         known = manifest.get(file.path)
@@ -77,6 +81,7 @@ def plan_changes(
         plan.resume_after = file.path
         if known is None:
             plan.changes.setdefault(file.bucket, []).append(f"{file.path}:new:{file.size_bytes}:{file.mtime_ns}")
+            plan.files_changed += 1
             continue
         try:
             raw = file.absolute.read_bytes()
@@ -87,6 +92,7 @@ def plan_changes(
         digest = "unreadable" if raw is None else source_hash(raw) if convertible else content_hash(raw)
         if digest != (known[4] if convertible else known[1]):
             plan.changes.setdefault(file.bucket, []).append(f"{file.path}:{digest}")
+            plan.files_changed += 1
     if plan.complete:
         plan.resume_after = ""
     return plan
