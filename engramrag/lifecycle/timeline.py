@@ -159,7 +159,7 @@ def refresh_timeline(
             quads += made((pair, verdict is not None), lambda: _value_quads(pair, verdict))  # noqa: B023
     quads = list(dict.fromkeys(quads))
     frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
-    value_frame = pd.DataFrame([_value_dict(v) for v in values], columns=VALUE_COLUMNS)
+    value_frame = _value_frame(values)
     # A note's graphs are rewritten only when it is extracted again, which makes it one of the notes derived now.
     every = derive_all or len(vault.derived) == len(documents)
     rewritten = None if every else _graphs_of(documents, vault.derived)
@@ -352,8 +352,13 @@ def _statement(node: ox.NamedNode, later: ox.NamedNode, earlier: ox.NamedNode, g
     ]
 
 
-def _value_dict(row: ValueRow) -> dict:
-    return {column: getattr(row, column) for column in VALUE_COLUMNS}
+def _value_frame(values: list[ValueRow]) -> pd.DataFrame:
+    """The ``property_values`` rows, built column by column (a dict per row took 2 s at 100,000 notes; the columns
+    are the same)."""
+    if not values:
+        return pd.DataFrame([], columns=VALUE_COLUMNS)
+    return pd.DataFrame({column: [getattr(v, column) for v in values] for column in VALUE_COLUMNS},
+                        columns=VALUE_COLUMNS)  # fmt: skip
 
 
 def _text(value: object) -> str | None:
