@@ -6,6 +6,7 @@ from pathlib import Path
 
 import igraph as ig
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -820,3 +821,13 @@ def test_a_run_memo_keeps_only_the_last_finished_runs_values() -> None:
         value("c", lambda: make("c"))
         value("b", lambda: make("b"))  # "b" was not used by the last finished run: made again
     assert made == ["a", "b", "c", "d", "b"]
+
+
+def test_documents_per_node_count_each_note_once_as_dropping_duplicate_rows_does() -> None:
+    from engramrag.retrieve.index_graph import _documents_per_node
+
+    generator = np.random.default_rng(7)
+    docs = pd.Series([f"d{n}" for n in generator.integers(0, 40, 3000)], dtype="category")
+    frame = pd.DataFrame({"node": generator.integers(0, 60, 3000), "doc_id": docs})
+    expected = frame.drop_duplicates(["node", "doc_id"]).groupby("node").size().reindex(range(64), fill_value=0)
+    assert _documents_per_node(frame, 64) == expected.tolist() and sum(expected) < 3000

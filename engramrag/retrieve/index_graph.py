@@ -86,9 +86,7 @@ def _assembled(
     mentions["passage"] = passage_of_document[documents_of_mentions.codes.to_numpy()]
     in_passage = mentions[mentions["passage"].notna()]
 
-    documents = (
-        in_passage.drop_duplicates(["node", "doc_id"]).groupby("node").size().reindex(range(entity_count), fill_value=0)
-    ).tolist()
+    documents = _documents_per_node(in_passage, entity_count)
     specificity = [node_specificity(count, len(passage_docs)) for count in documents]
     matrix = _node_vectors(mentions, label_vectors, node_keys, entity_count)
 
@@ -219,6 +217,15 @@ def _node_vectors(
     if not entity_count:
         return np.zeros((0, 1))
     return label_vectors.matrix[row_of_node]
+
+
+def _documents_per_node(in_passage: pd.DataFrame, entity_count: int) -> list[int]:
+    """In how many listed notes each node is mentioned: distinct (node, note) pairs counted as numbers (dropping
+    duplicate rows of a frame took 1.3 s at 100,000 notes)."""
+    codes = in_passage["doc_id"].cat.codes.to_numpy().astype(np.int64)
+    width = np.int64(max(1, len(in_passage["doc_id"].cat.categories)))
+    pairs = np.unique(in_passage["node"].to_numpy().astype(np.int64) * width + codes)
+    return np.bincount(pairs // width, minlength=entity_count).tolist()
 
 
 def _mention_edges(
