@@ -74,6 +74,8 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "wordings_cut": summary.wordings_cut,
             "statements_joined_notes": summary.statements_joined_notes,
             "statements_kept_notes": summary.statements_kept_notes,
+            "mentions_read_notes": summary.mentions_read_notes,
+            "mentions_kept_notes": summary.mentions_kept_notes,
             "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}

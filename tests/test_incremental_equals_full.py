@@ -142,6 +142,9 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     timeline = edit["document_timeline"]
     assert timeline["recomputed"] is True
     assert timeline["notes_derived"] == 1 and timeline["notes_kept"] > 10
+    # The index read again only the edited note's mention rows; the others were kept from the build before.
+    index = edit["retrieval_index"]
+    assert index["mentions_read_notes"] == 1 and index["mentions_kept_notes"] > 10
     # A person's accepted supersession: only the steps reading supersession verdicts run again.
     accepted = by_step["accepted supersession"]
     assert accepted["document_timeline"]["notes_derived"] == 0

@@ -61,7 +61,7 @@ def same(found: kept_entities.EntityRows, expected: pd.DataFrame) -> None:
 
 @pytest.fixture()
 def catalog(tmp_path) -> Catalog:
-    kept_entities._kept = None
+    kept_entities._kept.clear()
     catalog = Catalog(Home.at(tmp_path / "home"))
     for number in range(40):
         catalog.put(f"d{number:02d}", "one", [("doc", f"Note {number}", "Document", 1),
@@ -118,3 +118,6 @@ def test_many_changed_notes_are_read_whole_and_another_catalog_is_never_spliced(
     elsewhere, expected = other.read()
     same(elsewhere, expected)
     assert elsewhere.notes_kept == 0
+    again, expected = catalog.read()  # the first catalog's rows are kept beside the other's
+    same(again, expected)
+    assert again.notes_read == 0

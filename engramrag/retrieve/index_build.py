@@ -60,6 +60,8 @@ class IndexSummary:
     wordings_cut: int = 0  # entity wordings cut into terms (not seen by the previous index)
     statements_joined_notes: int = 0  # notes whose statements were joined to their nodes (new or changed)
     statements_kept_notes: int = 0  # notes whose statement rows were kept from the previous index
+    mentions_read_notes: int = 0  # notes whose mention rows were read from the catalog (``kept_entities``)
+    mentions_kept_notes: int = 0  # notes whose mention rows this process kept from its last build
 
 
 def build_retrieval_index(
@@ -124,6 +126,7 @@ def build_retrieval_index(
         version, True, manifest["entities"], manifest["passages"], manifest["edges"], time.perf_counter() - started,
         update.recomputed, update.kept, body_terms.cut, body_terms.reused, wording_terms.cut,
         statements_joined_notes=len(tables["joined_documents"]), statements_kept_notes=tables["kept_documents"],
+        mentions_read_notes=tables["mentions_read_notes"], mentions_kept_notes=tables["mentions_kept_notes"],
     )
 
 
@@ -201,6 +204,7 @@ def _read_catalog(
     sources = source_digests(catalog, f"SELECT doc_id FROM documents WHERE NOT gone AND doc_id IN ({embedded})")
     unchanged = kept.unchanged(sources) if kept is not None else set()
     joined = pd.DataFrame({"doc_id": sorted(set(sources) - unchanged)}, dtype=object)
+    mentions = entity_rows(catalog, catalog_path, embedded, whole=kept is None)
     with registered(catalog, "joined_documents", joined):
         statements = read_arrow(
             catalog,
@@ -217,7 +221,9 @@ def _read_catalog(
         "kept_statements": kept.of(unchanged) if kept is not None else None,
         "kept_documents": len(unchanged),
         "statement_sources": sources,
-        "entities": entity_rows(catalog, catalog_path, embedded, whole=kept is None).frame(),
+        "entities": mentions.frame(),
+        "mentions_read_notes": mentions.notes_read,
+        "mentions_kept_notes": mentions.notes_kept,
         "clusters": read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"),
         "supersessions": read_frame(
             catalog,

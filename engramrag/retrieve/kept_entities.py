@@ -51,18 +51,20 @@ class _Kept:
     starts: np.ndarray  # row of each note's first row, and the row count last
 
 
-_kept: _Kept | None = None
+# Per catalog file, the last read (the two catalogs read last: a process that builds a second home now and then, as
+# the tests that compare an incremental build with a full one do, keeps the first home's rows).
+_kept: dict[str, _Kept] = {}
+KEPT_CATALOGS = 2
 
 
 def entity_rows(catalog: duckdb.DuckDBPyConnection, catalog_path: Path, listed: str, whole: bool = False) -> EntityRows:
     """The rows of the notes of ``listed`` (a query of doc_id), spliced into this process's last read where the notes'
     digests allow (``whole``: every row read)."""
-    global _kept
     digests = dict(catalog.execute(
         f"SELECT l.doc_id, {SOURCE_DIGEST} FROM (SELECT DISTINCT doc_id FROM ({listed})) l "
         "LEFT JOIN documents d ON d.doc_id = l.doc_id"
     ).fetchall())  # fmt: skip
-    kept = _kept if _kept is not None and _kept.catalog == str(catalog_path) and not whole else None
+    kept = None if whole else _kept.pop(str(catalog_path), None)
     fresh = sorted(doc for doc, digest in digests.items() if digest is None or kept is None
                    or kept.digests.get(doc) != digest)  # fmt: skip
     if kept is None or len(fresh) + len(set(kept.digests) - set(digests)) > WHOLE_READ_SHARE * max(1, len(digests)):
@@ -72,8 +74,12 @@ def entity_rows(catalog: duckdb.DuckDBPyConnection, catalog_path: Path, listed: 
         table = _spliced(kept, _encoded(_read_notes(catalog, fresh)), set(digests), fresh)
         notes_read, notes_kept = len(fresh), len(digests) - len(fresh)
     docs, starts = _notes_of(table)
-    _kept = _Kept(str(catalog_path), table, {doc: digests[doc] for doc in docs if digests.get(doc) is not None},
-                  docs, starts)  # fmt: skip
+    _kept.pop(str(catalog_path), None)
+    while len(_kept) >= KEPT_CATALOGS:
+        _kept.pop(next(iter(_kept)))  # the catalog read longest ago
+    _kept[str(catalog_path)] = _Kept(str(catalog_path), table,
+                                     {doc: digests[doc] for doc in docs if digests.get(doc) is not None},
+                                     docs, starts)  # fmt: skip
     return EntityRows(table, notes_read, notes_kept)
 
 
