@@ -315,25 +315,38 @@ def summed_by_key(key: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _most_common(mentions: pd.DataFrame, column: str, entity_count: int) -> list[str]:
-    """Per node, the value of ``column`` its mentions carry most often (the first seen among equals)."""
-    counted = (
-        mentions.assign(position=np.arange(len(mentions)))
-        .groupby(["node", column], sort=False, dropna=False, observed=True)
-        .agg(count=("position", "size"), first=("position", "min"))
-        .reset_index()
-        .sort_values(["node", "count", "first"], ascending=[True, False, True])
-        .drop_duplicates("node")
-    )
-    return pd.Series(counted[column].tolist(), index=counted["node"].tolist()).reindex(range(entity_count)).tolist()
+    """Per node, the value of ``column`` its mentions carry most often (the first seen among equals), counted as
+    numbers: distinct (node, value) pairs with their counts and first rows (a pandas group-by and sort took 1.2 s per
+    column at 100,000 notes)."""
+    nodes, codes, names = _node_value_codes(mentions, column)
+    width = np.int64(len(names) + 1)
+    pairs, first, counts = np.unique(nodes * width + (codes + 1), return_index=True, return_counts=True)
+    pair_node = pairs // width
+    order = np.lexsort((first, -counts, pair_node))  # by node, the most frequent first, then the first seen
+    best = order[np.concatenate(([True], pair_node[order][1:] != pair_node[order][:-1]))] if len(order) else order
+    found: list = [np.nan] * entity_count
+    for node, code in zip(pair_node[best].tolist(), (pairs[best] % width - 1).tolist(), strict=True):
+        found[node] = names[code] if code >= 0 else np.nan
+    return found
 
 
 def _wordings(mentions: pd.DataFrame, entity_count: int) -> list[list[str]]:
     """Per node, its distinct labels in the order they were first seen."""
+    nodes, codes, names = _node_value_codes(mentions, "label")
+    width = np.int64(len(names) + 1)
+    _, first = np.unique(nodes * width + (codes + 1), return_index=True)
+    first.sort()
     wordings: list[list[str]] = [[] for _ in range(entity_count)]
-    distinct = mentions.drop_duplicates(["node", "label"])
-    for node, label in zip(distinct["node"].tolist(), distinct["label"].tolist(), strict=True):
-        wordings[node].append(label)
+    for node, code in zip(nodes[first].tolist(), codes[first].tolist(), strict=True):
+        wordings[node].append(names[code] if code >= 0 else np.nan)
     return wordings
+
+
+def _node_value_codes(mentions: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, list]:
+    """Each mention's node and the code of its ``column`` value (-1 for none), and the values by code."""
+    values = _categories(mentions[column])
+    return (mentions["node"].to_numpy().astype(np.int64), values.cat.codes.to_numpy().astype(np.int64),
+            values.cat.categories.tolist())  # fmt: skip
 
 
 def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
