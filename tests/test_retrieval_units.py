@@ -862,3 +862,23 @@ def test_most_common_values_and_wordings_are_the_pandas_group_bys() -> None:
             wordings[node].append(label)
         assert _wordings(frame, nodes) == wordings
         assert any(len(listed) > 1 for listed in wordings) or size < 1000  # a merged node has several wordings
+
+
+def test_the_label_numbering_is_kept_for_the_same_labels_and_clusters_only() -> None:
+    from engramrag.retrieve.index_graph import _label_nodes, _mentions
+
+    entities = pd.DataFrame({
+        "doc_id": ["a", "a", "b", "b"], "entity_key": ["doc", "e1", "doc", "e1"],
+        "label": ["Alpha", "Postgres", "Beta", "PostgreSQL"], "kind": ["Document", "Tool", "Document", "Tool"],
+        "mentions": [1, 2, 1, 1],
+    }).astype({name: "category" for name in ("doc_id", "entity_key", "label", "kind")})  # fmt: skip
+    apart = pd.DataFrame({"entity_key": [], "cluster_key": []}, dtype=object)
+    merged = pd.DataFrame({"entity_key": ["postgres", "postgresql"], "cluster_key": ["postgres"] * 2})
+    first, keys = _mentions(entities, apart)
+    again, kept_keys = _mentions(entities, apart.copy())
+    assert kept_keys is keys and again.equals(first)
+    joined, joined_keys = _mentions(entities, merged)
+    labels = tuple(entities["label"].cat.categories.tolist())
+    assert joined_keys == _label_nodes(labels, {"postgres": "postgres", "postgresql": "postgres"})[0]
+    assert joined_keys == ["alpha", "beta", "postgres"] and keys == ["alpha", "beta", "postgres", "postgresql"]
+    assert joined["node"].tolist() == [0, 2, 1, 2]
