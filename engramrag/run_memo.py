@@ -56,3 +56,19 @@ class _Hashed:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Hashed) and self.hash == other.hash and self.inputs == other.inputs
+
+
+class Same:
+    """Inputs compared by identity: a value another memo kept and handed out again (held here, so its identity is not
+    reused while it is kept)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.value is self.value

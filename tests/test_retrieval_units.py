@@ -666,6 +666,8 @@ def test_wording_terms_kept_beside_the_index_give_the_terms_cut_afresh(tmp_path:
     again = assemble_graph(_graph_tables(), vectors, IndexConfig(), wording_terms=kept)
     assert kept.cut == 0 and again["term_lists"] == first["term_lists"]
     assert again["idf"] == first["idf"]
+    # The same nodes and wordings: the terms the build before made, and the same texts kept for the next build.
+    assert again["term_lists"] is first["term_lists"] and kept.used == fresh.used
     # A text the kept file does not know is cut, and only what a build used is kept.
     kept.known["gone label"] = ("gone",)
     assert kept.of("Heron pipeline") == ("heron", "pipeline") and kept.cut == 1

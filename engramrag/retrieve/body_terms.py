@@ -227,6 +227,12 @@ class WordingTerms:
             self.used[text] = found
         return found
 
+    def took(self, used: dict[str, tuple[str, ...]]) -> None:
+        """Count as used (and kept) the texts another :class:`WordingTerms` cut or took for this build; those it cut
+        and this one did not know count as cut."""
+        self.cut += sum(1 for text in used if text not in self.known and text not in self.used)
+        self.used.update(used)
+
     def save(self, folder: Path) -> None:
         texts = sorted(self.used)
         table = pa.table({"text": pa.array(texts, pa.string()),

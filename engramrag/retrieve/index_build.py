@@ -34,6 +34,7 @@ from engramrag.retrieve.index_graph import EDGE_KINDS, StoredLabels, assemble_gr
 from engramrag.retrieve.kept_entities import entity_rows
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
+from engramrag.run_memo import RunMemo, Same
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
@@ -310,7 +311,9 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files
             "density": graph["density"],
         }
     )
-    label_terms = _label_terms(graph["term_lists"])
+    term_lists = graph["term_lists"]
+    with _LABEL_TERM_ROWS.run() as made:  # the term lists the last build made (kept by index_graph): its rows
+        label_terms = made(Same(term_lists), lambda: _label_terms(term_lists))
     idf = pd.DataFrame(list(graph["idf"].items()), columns=["term", "idf"])
     passages = graph["passages"][
         ["node", "doc_id", "path", "title", "bucket", "snippet", "line_start", "line_end", "valid_from",
@@ -349,6 +352,9 @@ def _write_kept(folder: Path, graph: dict[str, Any], body_terms: BodyTerms, word
     save_statements(folder, graph["edge_statements"], graph["statement_sources"])
     body_terms.save(folder, graph["body_hashes"], graph["body_tokens"])
     wording_terms.save(folder)
+
+
+_LABEL_TERM_ROWS: RunMemo[Same, pd.DataFrame] = RunMemo()
 
 
 def _label_terms(term_lists: list[list[Sequence[str]]]) -> pd.DataFrame:
