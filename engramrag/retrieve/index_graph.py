@@ -129,7 +129,7 @@ def _assembled(
         "node_keys": node_keys,
         "labels": _most_common(mentions, "label", entity_count),
         "kinds": _most_common(mentions, "kind", entity_count),
-        "mentions": mentions.groupby("node").size().reindex(range(entity_count), fill_value=0).tolist(),
+        "mentions": np.bincount(mentions["node"].to_numpy(), minlength=entity_count).tolist(),
         "documents": documents,
         "specificity": specificity,
         "density": neighbours.density(config.density_neighbours),
