@@ -90,5 +90,7 @@ def document_timeline(context: dg.AssetExecutionContext, engram: EngramStores) -
             "quads_removed": summary.quads_removed,
             "notes_derived": summary.notes_derived,
             "notes_kept": summary.notes_kept,
+            "notes_observed": summary.notes_observed,
+            "observations_kept": summary.observations_kept,
         }
     )

@@ -142,6 +142,9 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     timeline = edit["document_timeline"]
     assert timeline["recomputed"] is True
     assert timeline["notes_derived"] == 1 and timeline["notes_kept"] > 10
+    # The edit named no new name: every other note's observations were kept (the full build of the same vault in
+    # between has the same names).
+    assert timeline["notes_observed"] <= 1 and timeline["observations_kept"] > 5
     # The index read again only the edited note's mention rows; the others were kept from the build before.
     index = edit["retrieval_index"]
     assert index["mentions_read_notes"] == 1 and index["mentions_kept_notes"] > 10

@@ -231,20 +231,21 @@ def test_a_notes_observations_are_kept_while_the_names_are_the_same_and_made_aga
     monkeypatch.setattr(versions, "_note_observations", lambda *given: made.append(given[0]) or observed(*given))
 
     def run(labels: list[str], aliased: set) -> tuple[list, list, tuple | None]:
+        made.clear()
         names = vault_names(titles, labels, aliased, [])
         edition = names.edition()
-        found = chains_of(documents, stated, names, targets, config)
+        counts = versions.ObservedNotes()
+        found = chains_of(documents, stated, names, targets, config, counts=counts)
+        assert counts.notes == 3 and counts.observed == sum(1 for given in made if given in stated)
         fresh = chains_of(documents, stated, names_of(titles, labels, aliased, []), targets, config)  # never sealed
         assert found == fresh
         return found, fresh, edition
 
     first = run(["Minji Park"], set())
     assert len(made) == 3 * 2  # sealed names: every note observed once, and once more for the unsealed names
-    made.clear()
     second = run(["Minji Park"], set())
     assert second[2] == first[2] and second[:2] == first[:2]
     assert len(made) == 3  # only for the unsealed names: every note's observations were kept
-    made.clear()
     grown = run(["Minji Park", "Daniel Cho", "이서연"], {("Daniel Cho", ("이서연",))})
     assert grown[2] != first[2] and len(made) == 3 * 2
     values = {row.path: row.value_key for row in grown[0][0]}

@@ -65,6 +65,7 @@ from engramrag.revise.declarations import (
 )
 from engramrag.revise.versions import (
     NOT_PROPERTIES,
+    ObservedNotes,
     ValueRow,
     ValueSupersession,
     VersionConfig,
@@ -111,6 +112,8 @@ class TimelineSummary:
     quads_removed: int
     notes_derived: int = 0  # notes whose own facts were derived (new or changed since the last run)
     notes_kept: int = 0  # notes whose facts were kept from the last run
+    notes_observed: int = 0  # notes whose values were observed anew (against the vault's names)
+    observations_kept: int = 0  # notes whose observations were kept: the names were the last run's
 
 
 def refresh_timeline(
@@ -128,10 +131,11 @@ def refresh_timeline(
         zip(documents["title"], [facts[doc_id].aliases for doc_id in documents["doc_id"]], strict=True),
         vault.labels, vault.aliased, label_clusters(vault.labels, vault.clusters),
     )
+    observed = ObservedNotes()
     values, replaced = chains_of(
         documents, {doc_id: f.values for doc_id, f in facts.items()}, names,
         dict(zip(documents["path"], [facts[doc_id].link_targets for doc_id in documents["doc_id"]], strict=True)),
-        version_config, replaced_notes, vault.links.resolved,
+        version_config, replaced_notes, vault.links.resolved, observed,
     )  # fmt: skip
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
@@ -178,6 +182,7 @@ def refresh_timeline(
         declared=sum(r["form"] != "property" for r in rows), values=len(values), chains=chains,
         proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=swap.inserted,
         quads_removed=len(swap.released), notes_derived=len(vault.derived), notes_kept=len(facts) - len(vault.derived),
+        notes_observed=observed.observed, observations_kept=observed.notes - observed.observed,
     )
 
 

@@ -222,6 +222,7 @@ def chains_of(
     config: VersionConfig,
     replaced_notes: Iterable[tuple[str, str]] = (),
     resolved_links: dict[tuple[str, str], set[str]] | None = None,
+    counts: ObservedNotes | None = None,
 ) -> tuple[list[ValueRow], list[ValueSupersession]]:
     """:func:`version_chains` from what each note says alone (``stated``: doc id -> its :class:`StatedValue` rows,
     ``link_targets_of``: path -> the targets of its wiki links) and the names of the whole vault. ``documents``:
@@ -233,7 +234,7 @@ def chains_of(
         if isinstance(titles.get(earlier), str) and isinstance(titles.get(later), str):
             names.join([_subject_title(titles[earlier]), _subject_title(titles[later])])
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
-    observed = _observations(stated, docs, table, config, names)
+    observed = _observations(stated, docs, table, config, names, counts)
     # Only a chain of several notes asks whether one links to another.
     links = _links(documents, link_targets_of, {o.path for found in observed.values() if len(found) > 1 for o in found},
                    resolved_links)
@@ -350,6 +351,7 @@ def _observations(
     table: Mapping[str, tuple[str, ...]],
     config: VersionConfig,
     names: Names,
+    counts: ObservedNotes | None = None,
 ) -> dict[tuple[str, str], list[_Observation]]:
     series = _series_titles(docs)
     # Keys and their words repeat across notes: what the names say of each is asked once.
@@ -378,6 +380,10 @@ def _observations(
                     declared[key][doc_id] = observation  # the last line of a document wins
                 else:
                     candidates[key][doc_id].append(observation)
+            if counts is not None:
+                counts.notes += 1
+    if counts is not None:
+        counts.observed = asked.observed
     found = {key: list(by_doc.values()) for key, by_doc in declared.items()}
     single = set(_single_valued_by_data(candidates, config)) | {name.split(":", 1)[0] for _, name in declared}
     for (subject_key, name), by_doc in candidates.items():
@@ -408,11 +414,21 @@ class _NamesToken:
 _NAMES_TOKEN = _NamesToken()
 
 
+@dataclass
+class ObservedNotes:
+    """How many notes with values a run read (``notes``), and of them how many it observed anew (``observed``; the
+    others' observations were kept from the last run, whose names were the same)."""
+
+    notes: int = 0
+    observed: int = 0
+
+
 class _Asked:
     """What the names say of keys' words, asked once per run (keys and their words repeat across notes)."""
 
     def __init__(self, names: Names) -> None:
         self.names = names
+        self.observed = 0  # notes observed
         self.heads: dict[str, tuple[str, str | None] | None] = {}
         self.learned: dict[str, tuple[str | None, str]] = {}
 
@@ -433,6 +449,7 @@ def _note_observations(
 ) -> list[tuple[bool, tuple[str, str], _Observation]]:
     """One note's observations, in its line order: (of a declared property, (subject key, property), observation)."""
     names = asked.names
+    asked.observed += 1
     found = []
     for value in values:
         if value.prop is not None:
