@@ -86,6 +86,11 @@ def test_spliced_rows_equal_a_sorted_read_after_each_change_and_only_changed_not
     assert edited.notes_read == 1 and "Falcon" in edited.frame()["label"].cat.categories
 
     catalog.put("d01", "two", [("doc", "Note 1", "Document", 1)])  # the second note: the first is kept before it
+    catalog.put("d10", "two", [])  # a note that names nothing is read once, not at every build
+    empty, expected = catalog.read()
+    same(empty, expected)
+    assert empty.notes_read == 2
+    catalog.put("d01", "three", [("doc", "Note 1", "Document", 1)])
     second, expected = catalog.read()
     same(second, expected)
     assert second.notes_read == 1

@@ -46,7 +46,7 @@ class EntityRows:
 class _Kept:
     catalog: str
     table: pa.Table
-    digests: dict[str, str]  # per note whose rows the table holds, the digest they were read at
+    digests: dict[str, str]  # per listed note (with rows in the table or none), the digest it was read at
     docs: list[str]  # the notes of the table, in its (sorted) order
     starts: np.ndarray  # row of each note's first row, and the row count last
 
@@ -77,8 +77,9 @@ def entity_rows(catalog: duckdb.DuckDBPyConnection, catalog_path: Path, listed: 
     _kept.pop(str(catalog_path), None)
     while len(_kept) >= KEPT_CATALOGS:
         _kept.pop(next(iter(_kept)))  # the catalog read longest ago
+    # Every listed note's digest, those without rows too (a note that names nothing is not read again each build).
     _kept[str(catalog_path)] = _Kept(str(catalog_path), table,
-                                     {doc: digests[doc] for doc in docs if digests.get(doc) is not None},
+                                     {doc: digest for doc, digest in digests.items() if digest is not None},
                                      docs, starts)  # fmt: skip
     return EntityRows(table, notes_read, notes_kept)
 
