@@ -884,3 +884,13 @@ def test_the_label_numbering_is_kept_for_the_same_labels_and_clusters_only() -> 
     assert joined_keys == _label_nodes(labels, {"postgres": "postgres", "postgresql": "postgres"})[0]
     assert joined_keys == ["alpha", "beta", "postgres"] and keys == ["alpha", "beta", "postgres", "postgresql"]
     assert joined["node"].tolist() == [0, 2, 1, 2]
+
+
+def test_key_runs_are_numpys_unique_with_first_rows_and_counts() -> None:
+    from engramrag.retrieve.index_graph import key_runs
+
+    generator = np.random.default_rng(5)
+    for key in (generator.integers(0, 50, 2000), generator.integers(0, 2**40, 3000), np.array([2**62, 3, 2**62]),
+                np.zeros(0, dtype=np.int64), np.array([7])):
+        found, expected = key_runs(key), np.unique(key, return_index=True, return_counts=True)
+        assert all(np.array_equal(a, b) for a, b in zip(found, expected, strict=True))
