@@ -256,10 +256,9 @@ def _documents_per_node(in_passage: pd.DataFrame, entity_count: int) -> list[int
     duplicate rows of a frame took 1.3 s at 100,000 notes)."""
     codes = in_passage["doc_id"].cat.codes.to_numpy().astype(np.int64)
     width = np.int64(max(1, len(in_passage["doc_id"].cat.categories)))
-    # Sorted, then each run kept once: numpy 2.4's np.unique (without return_index) took 7.2 s for these 5.4 M keys
+    # By the packed sort (``key_runs``): numpy 2.4's np.unique (without return_index) took 7.2 s for these 5.4 M keys
     # at 100,000 notes, a sort 0.45 s.
-    pairs = np.sort(in_passage["node"].to_numpy().astype(np.int64) * width + codes)
-    distinct = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))] if len(pairs) else pairs
+    distinct, _, _ = key_runs(in_passage["node"].to_numpy().astype(np.int64) * width + codes)
     return np.bincount(distinct // width, minlength=entity_count).tolist()
 
 
