@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engramrag.embed.base import Embedder
 from engramrag.embed.registry import make_embedder
 from engramrag.extract.registry import extractor_id, make_extractor
 from engramrag.lifecycle.document_pool import ExtractionConfig
@@ -57,6 +58,11 @@ def run_build(
         return _run_build(home, vault, extractor, full, embedder, extraction, plan)
 
 
+def chosen_embedder(embedder: str | None) -> str:
+    """The embedder a build uses: the one asked for, else ``ENGRAM_EMBEDDER``, else the hashing embedder."""
+    return embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
+
+
 @dataclass(frozen=True)
 class PlanSettings:
     """What ``run_build`` plans with: the extractor's id and the embedder's name (documents not yet extracted or
@@ -67,7 +73,10 @@ class PlanSettings:
 
     @classmethod
     def of(cls, home: Home, extractor: str = "rules", embedder: str | None = None) -> PlanSettings:
-        embedder_model = make_embedder(embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash")
+        return cls.using(home, extractor, make_embedder(chosen_embedder(embedder)))
+
+    @classmethod
+    def using(cls, home: Home, extractor: str, embedder_model: Embedder) -> PlanSettings:
         return cls(extractor_id(make_extractor(extractor, home=home)), embedder_model.name)
 
     def changes(self, home: Home, vault: Path) -> ChangePlan:
@@ -103,15 +112,14 @@ def _run_build(
     plan: ChangePlan | None = None,
 ) -> BuildOutcome:
     extraction = extraction or ExtractionConfig()
-    embedder = embedder or os.environ.get("ENGRAM_EMBEDDER") or "hash"
+    embedder = chosen_embedder(embedder)
     # What the resource below makes and reads, made here without it: a build with nothing to do never imports
     # Dagster (a second of every no-change build).
     bucket_count = configured_bucket_count()
     config = VaultConfig(bucket_count=bucket_count)
     embedder_model = make_embedder(embedder)
-    pending_for = extractor_id(make_extractor(extractor, home=home))
     if plan is None and not full:
-        plan = plan_changes(home, vault, config, extractor=pending_for, embedder=embedder_model.name)
+        plan = PlanSettings.using(home, extractor, embedder_model).changes(home, vault)
     buckets = list(range(bucket_count)) if full or plan is None else plan.buckets
     run_config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     if buckets:

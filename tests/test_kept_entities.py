@@ -9,6 +9,7 @@ import pytest
 
 from engramrag.catalog.connection import catalog_writer
 from engramrag.retrieve import kept_entities
+from engramrag.retrieve.edge_statements import note_digests
 from engramrag.retrieve.kept_entities import entity_rows
 from engramrag.store import Home
 
@@ -41,7 +42,8 @@ class Catalog:
                 for key, label, kind, count in rows:
                     catalog.execute("INSERT INTO entities (doc_id, entity_key, label, kind, mentions) VALUES "
                                     "(?, ?, ?, ?, ?)", [doc_id, key, label, kind, count])  # fmt: skip
-            found = entity_rows(catalog, self.home.catalog_path, LISTED, whole=whole)
+            found = entity_rows(catalog, self.home.catalog_path, LISTED, note_digests(catalog, LISTED).listed,
+                                whole=whole)  # fmt: skip
             expected = catalog.execute(
                 f"SELECT doc_id, entity_key, label, kind, mentions FROM entities WHERE doc_id IN ({LISTED}) "
                 "ORDER BY doc_id, entity_key"

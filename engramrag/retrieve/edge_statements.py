@@ -102,11 +102,25 @@ class KeptRows:
         return cls(table, np.arange(table.num_rows, dtype=np.int64))
 
 
-def source_digests(catalog: duckdb.DuckDBPyConnection, listed: str) -> dict[str, str]:
-    """Each listed note's extraction digest (``listed``: a query of doc_id)."""
-    return dict(catalog.execute(
-        f"SELECT d.doc_id, {SOURCE_DIGEST} FROM documents d WHERE d.doc_id IN ({listed})"
-    ).fetchall())  # fmt: skip
+@dataclass(frozen=True)
+class NoteDigests:
+    """Each listed note's extraction digest (None: a note the catalog's documents do not hold) and the listed notes
+    that are live (not gone): the statement rows and the mention rows are both kept by these digests."""
+
+    listed: dict[str, str | None]
+    live: frozenset[str]
+
+    def of_live(self) -> dict[str, str]:
+        return {doc: digest for doc, digest in self.listed.items() if doc in self.live}
+
+
+def note_digests(catalog: duckdb.DuckDBPyConnection, listed: str) -> NoteDigests:
+    """The digests of the notes of ``listed`` (a query of doc_id), in one read."""
+    rows = catalog.execute(
+        f"SELECT l.doc_id, {SOURCE_DIGEST}, coalesce(NOT d.gone, false) "
+        f"FROM (SELECT DISTINCT doc_id FROM ({listed})) l LEFT JOIN documents d ON d.doc_id = l.doc_id"
+    ).fetchall()  # fmt: skip
+    return NoteDigests({doc: digest for doc, digest, _ in rows}, frozenset(doc for doc, _, live in rows if live))
 
 
 def joined_rows(statements: pa.Table, mentions: pd.DataFrame, documents: set[str]) -> pa.Table:

@@ -28,7 +28,7 @@ from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import TERMS_SINCE, BodyTerms, WordingTerms
 from engramrag.retrieve.config import IndexConfig
-from engramrag.retrieve.edge_statements import KeptStatements, source_digests
+from engramrag.retrieve.edge_statements import KeptStatements, note_digests
 from engramrag.retrieve.edge_statements import save as save_statements
 from engramrag.retrieve.index_graph import EDGE_KINDS, StoredLabels, assemble_graph
 from engramrag.retrieve.kept_entities import entity_rows
@@ -202,10 +202,11 @@ def _read_catalog(
     (the consistency pass) the mention rows are all read too, none kept by this process (``kept_entities``)."""
     embedded = "SELECT doc_id FROM embedded_documents"
     passages = _passages(catalog, embedded, body_terms)
-    sources = source_digests(catalog, f"SELECT doc_id FROM documents WHERE NOT gone AND doc_id IN ({embedded})")
+    digests = note_digests(catalog, embedded)
+    sources = digests.of_live()
     unchanged = kept.unchanged(sources) if kept is not None else set()
     joined = pd.DataFrame({"doc_id": sorted(set(sources) - unchanged)}, dtype=object)
-    mentions = entity_rows(catalog, catalog_path, embedded, whole=kept is None)
+    mentions = entity_rows(catalog, catalog_path, embedded, digests.listed, whole=kept is None)
     with registered(catalog, "joined_documents", joined):
         statements = read_arrow(
             catalog,

@@ -21,7 +21,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engramrag.catalog.connection import read_arrow, registered
-from engramrag.retrieve.edge_statements import SOURCE_DIGEST
 
 COLUMNS = "doc_id, entity_key, label, kind, mentions"
 ENCODED = ("doc_id", "entity_key", "label", "kind")
@@ -57,13 +56,15 @@ _kept: dict[str, _Kept] = {}
 KEPT_CATALOGS = 2
 
 
-def entity_rows(catalog: duckdb.DuckDBPyConnection, catalog_path: Path, listed: str, whole: bool = False) -> EntityRows:
+def entity_rows(
+    catalog: duckdb.DuckDBPyConnection,
+    catalog_path: Path,
+    listed: str,
+    digests: dict[str, str | None],
+    whole: bool = False,
+) -> EntityRows:
     """The rows of the notes of ``listed`` (a query of doc_id), spliced into this process's last read where the notes'
-    digests allow (``whole``: every row read)."""
-    digests = dict(catalog.execute(
-        f"SELECT l.doc_id, {SOURCE_DIGEST} FROM (SELECT DISTINCT doc_id FROM ({listed})) l "
-        "LEFT JOIN documents d ON d.doc_id = l.doc_id"
-    ).fetchall())  # fmt: skip
+    ``digests`` allow (``edge_statements.note_digests(catalog, listed).listed``; ``whole``: every row read)."""
     kept = None if whole else _kept.pop(str(catalog_path), None)
     fresh = sorted(doc for doc, digest in digests.items() if digest is None or kept is None
                    or kept.digests.get(doc) != digest)  # fmt: skip
@@ -137,15 +138,14 @@ def _spliced(kept: _Kept, fresh_rows: pa.Table, listed: set[str], fresh: list[st
     table = pa.concat_tables([piece.cast(schema) for piece in pieces]) if pieces else kept.table.slice(0, 0)
     table = table.unify_dictionaries().combine_chunks()
     for name in ENCODED:
-        table = table.set_column(table.column_names.index(name), name, _compacted(table.column(name).chunk(0)
-                                                                                   if table.num_rows else
-                                                                                   table.column(name)))
+        table = table.set_column(table.column_names.index(name), name, _compacted(table.column(name)))
     return table
 
 
-def _compacted(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+def _compacted(chunked: pa.ChunkedArray) -> pa.Array:
     """A dictionary column holding only the values its rows use (a spliced table keeps the values of the rows it
     dropped), in their order in the dictionary."""
+    column = chunked.combine_chunks()
     if not isinstance(column, pa.DictionaryArray) or column.null_count:
         return column
     codes = column.indices.to_numpy()
