@@ -76,6 +76,7 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "statements_kept_notes": summary.statements_kept_notes,
             "mentions_read_notes": summary.mentions_read_notes,
             "mentions_kept_notes": summary.mentions_kept_notes,
+            "statement_rows_numbered": summary.statement_rows_numbered,
             "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}

@@ -148,6 +148,8 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     # The index read again only the edited note's mention rows; the others were kept from the build before.
     index = edit["retrieval_index"]
     assert index["mentions_read_notes"] == 1 and index["mentions_kept_notes"] > 10
+    # The edit named no new entity: the kept statement rows kept their nodes, only the edited note's were numbered.
+    assert 0 < index["statement_rows_numbered"] < (index["relation_edges"] + index["hierarchy_edges"]) / 10
     # A person's accepted supersession: only the steps reading supersession verdicts run again.
     accepted = by_step["accepted supersession"]
     assert accepted["document_timeline"]["notes_derived"] == 0

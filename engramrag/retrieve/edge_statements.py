@@ -21,7 +21,7 @@ pass), and every note's statements are joined again, giving the same rows.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +60,9 @@ class KeptStatements:
 
     rows: pa.Table
     sources: dict[str, str]
+    # What the rows' nodes (``NODE_COLUMNS``) were numbered by, when this process numbered them (``numbered``): a
+    # build numbering by the same keeps them. None for rows read from the file: numbered again.
+    numbering: Hashable | None = None
 
     @classmethod
     def load(cls, folder: Path | None) -> KeptStatements | None:
@@ -68,8 +71,9 @@ class KeptStatements:
         if folder is None or not (folder / ROWS_FILE).exists() or not (folder / SOURCES_FILE).exists():
             return None
         stamps = (file_stamp(folder / ROWS_FILE), file_stamp(folder / SOURCES_FILE))
-        if _resident.kept is not None and _resident.stamps == stamps:
-            return _resident.kept
+        resident = _resident.get(str(folder.parent))
+        if resident is not None and resident.stamps == stamps:
+            return resident.kept
         try:
             rows = read_rows(folder / ROWS_FILE)
             sources = read_rows(folder / SOURCES_FILE)
@@ -86,8 +90,9 @@ class KeptStatements:
     def of(self, documents: set[str]) -> KeptRows:
         """The kept rows of ``documents``, in their stored (preference) order."""
         if not documents or not self.rows.num_rows:
-            return KeptRows(self.rows, np.zeros(0, dtype=np.int64))
-        return KeptRows(self.rows, np.flatnonzero(per_value(self.rows.column("doc_id"), documents.__contains__, bool)))
+            return KeptRows(self.rows, np.zeros(0, dtype=np.int64), self.numbering)
+        return KeptRows(self.rows, np.flatnonzero(per_value(self.rows.column("doc_id"), documents.__contains__, bool)),
+                        self.numbering)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class KeptRows:
 
     table: pa.Table
     positions: np.ndarray
+    numbering: Hashable | None = None  # as ``KeptStatements.numbering``
 
     @classmethod
     def whole(cls, table: pa.Table) -> KeptRows:
@@ -154,7 +160,8 @@ def joined_rows(statements: pa.Table, mentions: pd.DataFrame, documents: set[str
 
 def merged_rows(kept: KeptRows, joined: pa.Table) -> pa.Table:
     """The kept rows and the newly joined ones (of other notes), each in preference order, as one table in that
-    order. A few joined rows are placed by binary search among the kept ones; many are sorted in with them."""
+    order, with ``joined``'s columns (the kept rows' nodes too when ``joined`` is numbered). A few joined rows are
+    placed by binary search among the kept ones; many are sorted in with them."""
     stored, positions, size = kept.table.select(joined.column_names), kept.positions, kept.table.num_rows
     if not joined.num_rows:
         return stored if len(positions) == size else stored.take(positions)
@@ -190,28 +197,35 @@ def numbered(rows: pa.Table, node_of_key: Callable[[str], int], passage_node: di
                      **{name: rest.column(name) for name in rest.column_names}})  # fmt: skip
 
 
-def save(folder: Path, rows: pa.Table, sources: dict[str, str]) -> None:
-    """Write the rows (numbered, every row including those within one node) and the notes' digests."""
+def save(folder: Path, rows: pa.Table, sources: dict[str, str], numbering: Hashable | None = None) -> None:
+    """Write the rows (numbered by ``numbering``, every row including those within one node) and the notes'
+    digests."""
     write_table(rows, folder / ROWS_FILE)
     ordered = sorted(sources.items())
     table = pa.table({"doc_id": pa.array([d for d, _ in ordered], pa.string()),
                       "digest": pa.array([g for _, g in ordered], pa.string())})  # fmt: skip
     write_table(table, folder / SOURCES_FILE)
-    _resident.stamps = (file_stamp(folder / ROWS_FILE), file_stamp(folder / SOURCES_FILE))
-    _resident.kept = KeptStatements(rows, dict(sources))
+    _resident.pop(str(folder.parent), None)
+    while len(_resident) >= RESIDENT_HOMES:
+        _resident.pop(next(iter(_resident)))  # the home written longest ago
+    stamps = (file_stamp(folder / ROWS_FILE), file_stamp(folder / SOURCES_FILE))
+    _resident[str(folder.parent)] = _Resident(stamps, KeptStatements(rows, dict(sources), numbering))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Resident:
-    """The rows this process wrote last and the stamps of their files then: the next build of a resident process
-    (``engram watch``) keeps them from memory while the files are those (reading 10 M rows back took 1.9 s at
-    100,000 notes); a file written by another process has another stamp and is read."""
+    """The rows this process wrote last into a home's indexes and the stamps of their files then: the next build of a
+    resident process (``engram watch``) keeps them from memory while the files are those (reading 10 M rows back took
+    1.9 s at 100,000 notes); a file written by another process has another stamp and is read."""
 
-    stamps: tuple[tuple[int, int, int] | None, ...] = ()
-    kept: KeptStatements | None = None
+    stamps: tuple[tuple[int, int, int] | None, ...]
+    kept: KeptStatements
 
 
-_resident = _Resident()
+# Per folder of indexes (a home's), the rows written last: two homes (a process that builds a second home now and
+# then, as the test comparing an incremental build with a full one does, keeps the first home's rows).
+_resident: dict[str, _Resident] = {}
+RESIDENT_HOMES = 2
 
 
 def read_for_search(folder: Path) -> pa.Table:

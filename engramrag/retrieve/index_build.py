@@ -63,6 +63,7 @@ class IndexSummary:
     statements_kept_notes: int = 0  # notes whose statement rows were kept from the previous index
     mentions_read_notes: int = 0  # notes whose mention rows were read from the catalog (``kept_entities``)
     mentions_kept_notes: int = 0  # notes whose mention rows this process kept from its last build
+    statement_rows_numbered: int = 0  # statement rows whose nodes were looked up (the others kept this process's)
 
 
 def build_retrieval_index(
@@ -128,6 +129,7 @@ def build_retrieval_index(
         update.recomputed, update.kept, body_terms.cut, body_terms.reused, wording_terms.cut,
         statements_joined_notes=len(tables["joined_documents"]), statements_kept_notes=tables["kept_documents"],
         mentions_read_notes=tables["mentions_read_notes"], mentions_kept_notes=tables["mentions_kept_notes"],
+        statement_rows_numbered=graph["statements_numbered"],
     )
 
 
@@ -350,7 +352,7 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files
 def _write_kept(folder: Path, graph: dict[str, Any], body_terms: BodyTerms, wording_terms: WordingTerms) -> None:
     """The files the next build reads to do less: the statement rows, the notes' terms, the wordings' terms."""
     # In the order a search prefers them in (``index_graph._statement_rows``), which is the order it reads them in.
-    save_statements(folder, graph["edge_statements"], graph["statement_sources"])
+    save_statements(folder, graph["edge_statements"], graph["statement_sources"], graph["statement_numbering"].token)
     body_terms.save(folder, graph["body_hashes"], graph["body_tokens"])
     wording_terms.save(folder)
 
