@@ -204,9 +204,18 @@ def update_lists(
 def proposed_pairs(
     lists: NeighbourLists, vectors: np.ndarray, settings: SearchSettings, cache: ListCache | None = None
 ) -> set[tuple[int, int]]:
-    """The listed pairs (earlier, later) whose full cosine reaches the cut. A pair of two vectors whose outcome the
-    last run recorded (``cache.previous_cuts``) keeps it; the others are compared (a block of pairs at a time: the
-    pairs' vectors side by side would take gigabytes at 100,000 notes). This run's outcomes go to ``cache.cuts``."""
+    """The pairs of ``proposed_rows`` as a set of (earlier, later)."""
+    rows, cols = proposed_rows(lists, vectors, settings, cache)
+    return set(zip(rows.tolist(), cols.tolist(), strict=True))
+
+
+def proposed_rows(
+    lists: NeighbourLists, vectors: np.ndarray, settings: SearchSettings, cache: ListCache | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The listed pairs (earlier, later) whose full cosine reaches the cut, as two arrays (a pair listed by both its
+    keys comes twice). A pair of two vectors whose outcome the last run recorded (``cache.previous_cuts``) keeps it;
+    the others are compared (a block of pairs at a time: the pairs' vectors side by side would take gigabytes at
+    100,000 notes). This run's outcomes go to ``cache.cuts``."""
     cut = round(settings.cut, DIGITS)
     n, width = lists.indices.shape
     rows = np.repeat(np.arange(n, dtype=np.int64), width)
@@ -227,7 +236,7 @@ def proposed_pairs(
         reached[chosen] = np.round(cosine, DIGITS) >= cut
     if cache is not None:
         cache.cuts = PairCuts.of(left, right, reached, settings.fingerprint, compared=len(unknown))
-    return set(zip(rows[reached].tolist(), cols[reached].tolist(), strict=True))
+    return rows[reached], cols[reached]
 
 
 @dataclass(frozen=True)
