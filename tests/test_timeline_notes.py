@@ -101,6 +101,31 @@ def test_only_new_and_changed_notes_are_derived_again_and_gone_notes_are_dropped
     assert updated.parsed(["b"])["b"] == one
 
 
+def test_rows_patched_by_the_changed_notes_are_the_rows_written_whole(tmp_path: Path) -> None:
+    """An update replaces only the changed, new and gone notes' rows of the rows it was made from; the file is the
+    one every row written from the facts gives, after edits, a note derived again with the same digest, a digest
+    changed without a derivation, and notes sorting before, between and after the kept ones."""
+    from engramrag.arrow_files import read_table
+
+    facts = {name: NoteFacts((name,), (), (), ()) for name in ("a", "b", "c", "m", "z", "한")}
+    kept = KeptNotes("ctx", {}, {}).updated({"b": "1", "c": "1", "m": "1"}, {d: facts[d] for d in "bcm"})
+    steps = [
+        ({"a": "1", "b": "1", "c": "2", "z": "1"}, {"a": facts["a"], "c": facts["z"], "z": facts["z"]}),
+        ({"a": "1", "b": "1", "c": "2", "z": "1", "한": "1"}, {"b": facts["m"], "한": facts["한"]}),
+        ({"a": "2", "c": "2", "z": "1", "한": "1"}, {}),  # a's digest moved, nothing derived: its row says so
+    ]
+    for number, (digests, derived) in enumerate(steps):
+        kept = kept.updated(digests, derived)
+        kept.save(tmp_path / "patched")
+        whole = KeptNotes("ctx", dict(kept.digests), dict(kept.facts))  # no rows: every row written from the facts
+        whole.save(tmp_path / f"whole-{number}")
+        patched = read_table(tmp_path / "patched" / FILE)
+        assert patched.to_pydict() == read_table(tmp_path / f"whole-{number}" / FILE).to_pydict()
+        assert patched.schema.metadata == {b"context": b"ctx"}
+        assert patched.column("doc_id").to_pylist() == sorted(digests)
+    assert kept.digests["a"] == "2" and json.loads(kept.facts["c"])[0] == ["z"] and "b" not in kept.facts
+
+
 def test_a_file_from_other_settings_or_code_or_a_broken_file_is_ignored(tmp_path: Path) -> None:
     KeptNotes("ctx", {}, {}).updated({"a": "1"}, {"a": NoteFacts((), (), (), ())}).save(tmp_path)
     assert KeptNotes.load(tmp_path, "ctx").digests == {"a": "1"}
