@@ -418,6 +418,32 @@ def test_body_terms_are_cut_once_per_text_and_reread_from_the_previous_index(tmp
     assert sorted(reread[0].vocab) == sorted({t for text in edited[:2] for t in terms(text)})
 
 
+def test_body_terms_gathered_in_runs_are_each_notes_terms(tmp_path) -> None:
+    """Notes read from the file in runs of consecutive rows, out of order, repeated, and with texts cut in this
+    process between them: each note's terms are its own, in its place."""
+    from collections import Counter
+
+    from engramrag.retrieve.body_terms import BodyTerms
+    from engramrag.retrieve.lexical import terms
+    from engramrag.vault.ids import sha256_hex
+
+    generator = np.random.default_rng(11)
+    words = ["alpha", "beta", "gamma", "delta", "falcon", "heron", "ledger", "grafana", "박민지", "배포"]
+    texts = [" ".join(generator.choice(words, int(generator.integers(0, 6)))) for _ in range(60)]
+    hashes = [sha256_hex(f"{number}:{text}") for number, text in enumerate(texts)]
+    first = BodyTerms.load(None)
+    first.of(hashes, texts)
+    first.save(tmp_path, hashes)
+    kept = BodyTerms.load(tmp_path)
+    edited = {5: "falcon heron heron", 6: "ledger", 30: "", 59: "gamma alpha"}
+    order = [*range(0, 20), 40, 41, 42, 3, 3, *range(20, 40), 0, *range(43, 60)]
+    listed = [(sha256_hex(f"new:{edited[n]}:{n}"), edited[n]) if n in edited else (hashes[n], texts[n]) for n in order]
+    cut, _stems = kept.of([digest for digest, _ in listed], [text if n in edited else None for n, (_, text) in
+                                                             zip(order, listed, strict=True)])  # fmt: skip
+    assert kept.cut == len(edited)
+    assert [Counter(cut.words(note)) for note in range(cut.notes)] == [Counter(terms(text)) for _, text in listed]
+
+
 def test_whole_note_bm25_from_stored_ids_scores_as_from_the_words() -> None:
     from engramrag.retrieve.body_terms import BodyTerms
     from engramrag.retrieve.note_bm25 import NoteIndex, note_terms, question_terms
@@ -617,15 +643,18 @@ def test_whole_note_bm25_scores_on_arrays_are_bm25s_own_to_the_bit() -> None:
     assert own["data"].size > 10_000  # the comparison covered many (note, term) scores
 
 
-@pytest.mark.parametrize("placed_by_search", [0, 5_000])
-def test_merged_statement_rows_are_in_preference_order(monkeypatch: pytest.MonkeyPatch, placed_by_search: int) -> None:
-    """Kept rows and newly joined rows of other notes, merged by binary search or by a sort, in the order a full
-    sort gives (asserted first, then statement id, then document)."""
+@pytest.mark.parametrize(("placed_by_search", "runs_by_slices"), [(0, 20_000), (5_000, 20_000), (5_000, 0)])
+def test_merged_statement_rows_are_in_preference_order(
+    monkeypatch: pytest.MonkeyPatch, placed_by_search: int, runs_by_slices: int
+) -> None:
+    """Kept rows and newly joined rows of other notes, merged by binary search (taken as slices or by Arrow's take)
+    or by a sort, in the order a full sort gives (asserted first, then statement id, then document)."""
     import pyarrow as pa
 
     from engramrag.retrieve import edge_statements
 
     monkeypatch.setattr(edge_statements, "PLACED_BY_SEARCH", placed_by_search)
+    monkeypatch.setattr(edge_statements, "RUNS_BY_SLICES", runs_by_slices)
     generator = np.random.default_rng(5)
     size = 600
     documents = [f"doc{d:02d}" for d in generator.integers(0, 30, size)]
@@ -646,8 +675,13 @@ def test_merged_statement_rows_are_in_preference_order(monkeypatch: pytest.Monke
     kept = edge_statements.KeptRows(rows, np.flatnonzero(~in_changed))  # the stored table, changed notes' rows too
     assert len(kept.positions) > 300 and joined.num_rows > 50
     merged = edge_statements.merged_rows(kept, joined)
-    assert merged.column("line_start").to_pylist() == rows.column("line_start").to_pylist()
-    assert merged.column("doc_id").to_pylist() == rows.column("doc_id").to_pylist()
+    assert merged.to_pylist() == rows.to_pylist()
+    assert all(column.num_chunks == 1 for column in merged.columns)
+    # The changed notes' rows gone and none joined: the kept rows alone, in their order.
+    alone = edge_statements.merged_rows(kept, joined.slice(0, 0))
+    assert alone.to_pylist() == rows.filter(pa.array(~in_changed)).to_pylist()
+    assert edge_statements.merged_rows(edge_statements.KeptRows(rows, np.zeros(0, np.int64)), joined.slice(0, 0)) \
+        .num_rows == 0  # fmt: skip
 
 
 def test_wording_terms_kept_beside_the_index_give_the_terms_cut_afresh(tmp_path: Path) -> None:

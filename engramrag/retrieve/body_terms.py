@@ -112,7 +112,8 @@ class BodyTerms:
             to_cut[digest] = text
         if to_cut:
             self._cut(to_cut)
-        return self._gathered("terms", hashes), self._gathered("stems", hashes)
+        rows = self._rows(hashes)
+        return self._gathered("terms", hashes, rows), self._gathered("stems", hashes, rows)
 
     def _cut(self, texts: dict[str, str]) -> None:
         """Cut ``texts`` (hash -> text) into terms, numbered together: each distinct term is looked up in the
@@ -137,7 +138,8 @@ class BodyTerms:
             wanted, tokens = list(hashes), dict(zip(KINDS, gathered, strict=True))
         else:
             wanted = sorted(set(hashes))
-            tokens = {kind: self._gathered(kind, wanted) for kind in KINDS}
+            rows = self._rows(wanted)
+            tokens = {kind: self._gathered(kind, wanted, rows) for kind in KINDS}
         arrays: dict[str, np.ndarray] = {"hashes": _packed(wanted)}
         for kind in KINDS:
             kept = tokens[kind].compacted()
@@ -159,20 +161,34 @@ class BodyTerms:
             ids[position] = number
         return ids
 
-    def _gathered(self, kind: str, hashes: Sequence[str]) -> Tokens:
+    def _rows(self, hashes: Sequence[str]) -> np.ndarray:
+        """Per text hash, its row among the terms read from the file, -1 for one cut in this process."""
+        fresh, known = self._fresh, self.known
+        rows = np.empty(len(hashes), dtype=np.int64)
+        for position, digest in enumerate(hashes):
+            row = -1 if digest in fresh else known.get(digest)
+            if row is None:
+                raise ValueError(f"the terms of text {digest} are not known and its text was not given")
+            rows[position] = row
+        return rows
+
+    def _gathered(self, kind: str, hashes: Sequence[str], rows: np.ndarray) -> Tokens:
+        """The terms of ``hashes`` (their ``_rows``) as one array: consecutive rows read from the file are one slice
+        (a resident build's notes are the last build's in its order but for the few changed; a slice per note took
+        1.5 s per kind at 100,000 notes)."""
         ids, offsets = self._ids[kind], self._offsets[kind]
-        parts, lengths = [], []
-        for digest in hashes:
-            fresh = self._fresh.get(digest)
-            if fresh is not None:
-                part = fresh[kind]
+        read = rows >= 0
+        lengths = np.zeros(len(rows), dtype=np.int64)
+        lengths[read] = offsets[rows[read] + 1] - offsets[rows[read]]
+        breaks = (rows[1:] != rows[:-1] + 1) | ~read[1:] | ~read[:-1]
+        starts = np.flatnonzero(np.concatenate(([True], breaks))) if len(rows) else np.zeros(0, dtype=np.int64)
+        parts = []
+        for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
+            if rows[start] < 0:  # cut in this process: a run of one
+                parts.append(part := self._fresh[hashes[start]][kind])
+                lengths[start] = len(part)
             else:
-                row = self.known.get(digest)
-                if row is None:
-                    raise ValueError(f"the terms of text {digest} are not known and its text was not given")
-                part = ids[offsets[row] : offsets[row + 1]]
-            parts.append(part)
-            lengths.append(len(part))
+                parts.append(ids[offsets[rows[start]] : offsets[rows[end - 1] + 1]])
         vocab = list(self._vocab[kind])
         flat = np.concatenate(parts).astype(_id_type(len(vocab))) if parts else np.zeros(0, dtype=np.int32)
         return Tokens(vocab, flat, np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64))

@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
@@ -302,16 +303,18 @@ def _write(folder: Path, graph: dict[str, Any], embedder: Embedder, entity_files
         kind=graph["edge_kind"],
         weight=graph["edge_weight"],
     )
-    nodes = pd.DataFrame(
+    # As Arrow columns (the column types a pandas frame gives; building one from these lists took 1.2 s at
+    # 100,000 notes).
+    nodes = pa.table(
         {
-            "node": np.arange(entity_count, dtype=np.int64),
-            "node_key": graph["node_keys"],
-            "label": graph["labels"],
-            "kind": graph["kinds"],
-            "mentions": graph["mentions"],
-            "documents": graph["documents"],
-            "specificity": graph["specificity"],
-            "density": graph["density"],
+            "node": pa.array(np.arange(entity_count, dtype=np.int64)),
+            "node_key": pa.array(graph["node_keys"], pa.string()),
+            "label": pa.array(graph["labels"], pa.string(), from_pandas=True),  # NaN: none
+            "kind": pa.array(graph["kinds"], pa.string(), from_pandas=True),
+            "mentions": pa.array(graph["mentions"], pa.int64()),
+            "documents": pa.array(graph["documents"], pa.int64()),
+            "specificity": pa.array(graph["specificity"], pa.float64()),
+            "density": pa.array(np.asarray(graph["density"])),
         }
     )
     term_lists = graph["term_lists"]
