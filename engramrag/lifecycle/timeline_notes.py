@@ -15,12 +15,12 @@ change a result.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
 from engramrag.revise.declarations import DeclaredReference
@@ -113,10 +113,8 @@ class KeptNotes:
             return KeptNotes(self.context, digests, facts, _rows(self.context, sorted(facts), digests, facts))
         same = {doc_id for doc_id, digest in self.digests.items()
                 if doc_id not in derived and digests.get(doc_id) == digest}  # fmt: skip
-        dropped = pa.array([doc_id for doc_id in self.digests if doc_id not in same], pa.string())
-        kept_rows = self.rows.filter(pc.invert(pc.is_in(self.rows.column("doc_id"), value_set=dropped)))
-        fresh = _rows(self.context, sorted(set(facts) - same), digests, facts)
-        return KeptNotes(self.context, digests, facts, pa.concat_tables([kept_rows, fresh]).sort_by("doc_id"))
+        return KeptNotes(self.context, digests, facts, _patched(self.rows, same, _rows(self.context, sorted(
+            set(facts) - same), digests, facts)))  # fmt: skip
 
     def parsed(self, doc_ids: Iterable[str]) -> dict[str, NoteFacts]:
         """The facts of ``doc_ids``; those a resident process parsed in its last run from the same text are not
@@ -139,6 +137,31 @@ class KeptNotes:
 
 
 ROW_COLUMNS = ["doc_id", "digest", "facts"]
+# A patched table is combined into one chunk when it has more chunks than this (every few hundred edits).
+MAX_CHUNKS = 256
+
+
+def _patched(rows: pa.Table, same: set[str], fresh: pa.Table) -> pa.Table:
+    """``rows`` (sorted by doc id) without the rows of notes not in ``same``, with ``fresh`` (sorted, none of
+    ``same``) in their places: slices of the two tables, nothing copied (filtering and sorting the 150 MB of facts
+    took 2 s of each edit at 100,000 notes)."""
+    ids = rows.column("doc_id").to_pylist()
+    fresh_ids = fresh.column("doc_id").to_pylist()
+    events = sorted([(row, 0) for row, doc_id in enumerate(ids) if doc_id not in same]
+                    + [(bisect_left(ids, doc_id), 1, number) for number, doc_id in enumerate(fresh_ids)])  # fmt: skip
+    pieces, cursor = [], 0
+    for event in events:
+        row = event[0]
+        if row > cursor:
+            pieces.append(rows.slice(cursor, row - cursor))
+            cursor = row
+        if event[1] == 0:
+            cursor = row + 1  # this note's row goes
+        else:
+            pieces.append(fresh.slice(event[2], 1))
+    pieces.append(rows.slice(cursor))
+    patched = pa.concat_tables([piece.cast(rows.schema) for piece in pieces if piece.num_rows] or [rows.slice(0, 0)])
+    return patched.combine_chunks() if patched.column("doc_id").num_chunks > MAX_CHUNKS else patched
 
 
 def _rows(context: str, ids: list[str], digests: Mapping[str, str], facts: Mapping[str, str]) -> pa.Table:

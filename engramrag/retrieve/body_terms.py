@@ -190,7 +190,8 @@ class BodyTerms:
             else:
                 parts.append(ids[offsets[rows[start]] : offsets[rows[end - 1] + 1]])
         vocab = list(self._vocab[kind])
-        flat = np.concatenate(parts).astype(_id_type(len(vocab))) if parts else np.zeros(0, dtype=np.int32)
+        flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        flat = flat.astype(_id_type(len(vocab)), copy=False)  # the concatenation is a copy already
         return Tokens(vocab, flat, np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64))
 
 
