@@ -859,6 +859,20 @@ def test_a_run_memo_keeps_only_the_last_finished_runs_values() -> None:
     assert made == ["a", "b", "c", "d", "b"]
 
 
+def test_last_kept_holds_the_files_put_last() -> None:
+    from engramrag.run_memo import LastKept
+
+    kept: LastKept[int] = LastKept(size=2)
+    kept.put("home-a", 1)
+    kept.put("home-b", 2)
+    kept.put("home-a", 3)  # put again: now the latest, "home-b" the oldest
+    kept.put("home-c", 4)
+    assert (kept.get("home-a"), kept.get("home-b"), kept.get("home-c")) == (3, None, 4)
+    assert kept.pop("home-a") == 3 and kept.pop("home-a") is None and kept.get("home-c") == 4
+    kept.clear()
+    assert kept.get("home-c") is None
+
+
 def test_documents_per_node_count_each_note_once_as_dropping_duplicate_rows_does() -> None:
     from engramrag.retrieve.index_graph import _documents_per_node
 

@@ -84,13 +84,13 @@ class KeptNotes:
             return remembered
         table = _read_table(path, context)
         try:
-            rows = None if table is None else table.select(ROW_COLUMNS)
-            ids, digests, facts = ([], [], []) if rows is None else (rows.column(name).to_pylist()
-                                                                     for name in ROW_COLUMNS)  # fmt: skip
+            rows = table.select(ROW_COLUMNS) if table is not None else None
+            columns = [rows.column(name).to_pylist() for name in ROW_COLUMNS] if rows is not None else None
         except UNREADABLE:
-            rows, ids, digests, facts = None, [], [], []
-        if rows is None:
+            rows, columns = None, None
+        if columns is None:
             return cls(context, {}, {})
+        ids, digests, facts = columns
         kept = cls(context, dict(zip(ids, digests, strict=True)), dict(zip(ids, facts, strict=True)), rows)
         _resident.stamp, _resident.kept = stamp, kept
         return kept
@@ -113,8 +113,8 @@ class KeptNotes:
             return KeptNotes(self.context, digests, facts, _rows(self.context, sorted(facts), digests, facts))
         same = {doc_id for doc_id, digest in self.digests.items()
                 if doc_id not in derived and digests.get(doc_id) == digest}  # fmt: skip
-        return KeptNotes(self.context, digests, facts, _patched(self.rows, same, _rows(self.context, sorted(
-            set(facts) - same), digests, facts)))  # fmt: skip
+        fresh = _rows(self.context, sorted(set(facts) - same), digests, facts)
+        return KeptNotes(self.context, digests, facts, _patched(self.rows, same, fresh))
 
     def parsed(self, doc_ids: Iterable[str]) -> dict[str, NoteFacts]:
         """The facts of ``doc_ids``; those a resident process parsed in its last run from the same text are not

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
 from engramrag.extract.textutil import normalise_label
+from engramrag.run_memo import LastKept
 
 ROWS_FILE = "edge_statements.arrow"
 SOURCES_FILE = "edge_statement_sources.arrow"  # doc_id, digest: the extraction each note's rows were joined from
@@ -186,8 +187,9 @@ def merged_rows(kept: KeptRows, joined: pa.Table) -> pa.Table:
 
 def _taken(table: pa.Table, order: np.ndarray) -> pa.Table:
     """``table.take(order)`` (one chunk), by slices when ``order`` is a few runs of consecutive rows: a kept table
-    with one note's rows replaced is a few hundred runs, and Arrow's take copied the ten million rows twice (2-3 s of
-    a one-note edit at 100,000 notes; the slices, 0.3-0.5 s)."""
+    with one note's rows replaced is a few hundred runs, and Arrow's take over a table of two chunks concatenates them
+    before it takes (ten million rows at 100,000 notes: 0.6-3.9 s alone against 0.3-0.5 s for the slices; the one
+    copy left still took 2.6 s of a profiled resident edit)."""
     if not len(order):
         return table.slice(0, 0).combine_chunks()
     breaks = np.flatnonzero(np.diff(order) != 1) + 1
@@ -221,11 +223,8 @@ def save(folder: Path, rows: pa.Table, sources: dict[str, str], numbering: Hasha
     table = pa.table({"doc_id": pa.array([d for d, _ in ordered], pa.string()),
                       "digest": pa.array([g for _, g in ordered], pa.string())})  # fmt: skip
     write_table(table, folder / SOURCES_FILE)
-    _resident.pop(str(folder.parent), None)
-    while len(_resident) >= RESIDENT_HOMES:
-        _resident.pop(next(iter(_resident)))  # the home written longest ago
     stamps = (file_stamp(folder / ROWS_FILE), file_stamp(folder / SOURCES_FILE))
-    _resident[str(folder.parent)] = _Resident(stamps, KeptStatements(rows, dict(sources), numbering))
+    _resident.put(str(folder.parent), _Resident(stamps, KeptStatements(rows, dict(sources), numbering)))
 
 
 @dataclass(frozen=True)
@@ -238,10 +237,7 @@ class _Resident:
     kept: KeptStatements
 
 
-# Per folder of indexes (a home's), the rows written last: two homes (a process that builds a second home now and
-# then, as the test comparing an incremental build with a full one does, keeps the first home's rows).
-_resident: dict[str, _Resident] = {}
-RESIDENT_HOMES = 2
+_resident: LastKept[_Resident] = LastKept()  # per folder of indexes (a home's), the rows written last
 
 
 def read_for_search(folder: Path) -> pa.Table:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engramrag.catalog.connection import read_arrow, registered
+from engramrag.run_memo import LastKept
 
 COLUMNS = "doc_id, entity_key, label, kind, mentions"
 ENCODED = ("doc_id", "entity_key", "label", "kind")
@@ -50,10 +51,7 @@ class _Kept:
     starts: np.ndarray  # row of each note's first row, and the row count last
 
 
-# Per catalog file, the last read (the two catalogs read last: a process that builds a second home now and then, as
-# the tests that compare an incremental build with a full one do, keeps the first home's rows).
-_kept: dict[str, _Kept] = {}
-KEPT_CATALOGS = 2
+_kept: LastKept[_Kept] = LastKept()  # per catalog file, the last read
 
 
 def entity_rows(
@@ -65,7 +63,7 @@ def entity_rows(
 ) -> EntityRows:
     """The rows of the notes of ``listed`` (a query of doc_id), spliced into this process's last read where the notes'
     ``digests`` allow (``edge_statements.note_digests(catalog, listed).listed``; ``whole``: every row read)."""
-    kept = None if whole else _kept.pop(str(catalog_path), None)
+    kept = None if whole else _kept.pop(str(catalog_path))
     fresh = sorted(doc for doc, digest in digests.items() if digest is None or kept is None
                    or kept.digests.get(doc) != digest)  # fmt: skip
     if kept is None or len(fresh) + len(set(kept.digests) - set(digests)) > WHOLE_READ_SHARE * max(1, len(digests)):
@@ -75,13 +73,10 @@ def entity_rows(
         table = _spliced(kept, _encoded(_read_notes(catalog, fresh)), set(digests), fresh)
         notes_read, notes_kept = len(fresh), len(digests) - len(fresh)
     docs, starts = _notes_of(table)
-    _kept.pop(str(catalog_path), None)
-    while len(_kept) >= KEPT_CATALOGS:
-        _kept.pop(next(iter(_kept)))  # the catalog read longest ago
     # Every listed note's digest, those without rows too (a note that names nothing is not read again each build).
-    _kept[str(catalog_path)] = _Kept(str(catalog_path), table,
-                                     {doc: digest for doc, digest in digests.items() if digest is not None},
-                                     docs, starts)  # fmt: skip
+    _kept.put(str(catalog_path), _Kept(str(catalog_path), table,
+                                       {doc: digest for doc, digest in digests.items() if digest is not None},
+                                       docs, starts))  # fmt: skip
     return EntityRows(table, notes_read, notes_kept)
 
 
