@@ -442,6 +442,8 @@ def test_body_terms_gathered_in_runs_are_each_notes_terms(tmp_path) -> None:
                                                              zip(order, listed, strict=True)])  # fmt: skip
     assert kept.cut == len(edited)
     assert [Counter(cut.words(note)) for note in range(cut.notes)] == [Counter(terms(text)) for _, text in listed]
+    none, _ = kept.of([], [])  # a vault with no embedded note (its extraction failed)
+    assert none.notes == 0 and len(none.ids) == 0
 
 
 def test_whole_note_bm25_from_stored_ids_scores_as_from_the_words() -> None:

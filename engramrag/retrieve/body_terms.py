@@ -181,9 +181,9 @@ class BodyTerms:
         lengths = np.zeros(len(rows), dtype=np.int64)
         lengths[read] = offsets[rows[read] + 1] - offsets[rows[read]]
         breaks = (rows[1:] != rows[:-1] + 1) | ~read[1:] | ~read[:-1]
-        starts = np.flatnonzero(np.concatenate(([True], breaks))) if len(rows) else np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.concatenate(([True], breaks))).tolist() if len(rows) else []
         parts = []
-        for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
+        for start, end in zip(starts, [*starts[1:], len(rows)][: len(starts)], strict=True):
             if rows[start] < 0:  # cut in this process: a run of one
                 parts.append(part := self._fresh[hashes[start]][kind])
                 lengths[start] = len(part)
