@@ -682,6 +682,12 @@ def test_merged_statement_rows_are_in_preference_order(
     # The changed notes' rows gone and none joined: the kept rows alone, in their order.
     alone = edge_statements.merged_rows(kept, joined.slice(0, 0))
     assert alone.to_pylist() == rows.filter(pa.array(~in_changed)).to_pylist()
+    assert all(column.num_chunks == 1 for column in alone.columns)
+    # No kept row left: the joined rows alone, in one chunk also when they came in several.
+    only_joined = edge_statements.merged_rows(edge_statements.KeptRows(rows, np.zeros(0, np.int64)),
+                                              pa.concat_tables([joined.slice(0, 20), joined.slice(20)]))  # fmt: skip
+    assert only_joined.to_pylist() == joined.to_pylist()
+    assert all(column.num_chunks == 1 for column in only_joined.columns)
     assert edge_statements.merged_rows(edge_statements.KeptRows(rows, np.zeros(0, np.int64)), joined.slice(0, 0)) \
         .num_rows == 0  # fmt: skip
 

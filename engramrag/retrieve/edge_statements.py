@@ -163,18 +163,19 @@ def joined_rows(statements: pa.Table, mentions: pd.DataFrame, documents: set[str
 
 def merged_rows(kept: KeptRows, joined: pa.Table) -> pa.Table:
     """The kept rows and the newly joined ones (of other notes), each in preference order, as one table in that
-    order, with ``joined``'s columns (the kept rows' nodes too when ``joined`` is numbered). A few joined rows are
-    placed by binary search among the kept ones; many are sorted in with them."""
+    order, with ``joined``'s columns (the kept rows' nodes too when ``joined`` is numbered), in one chunk with one
+    dictionary per column. A few joined rows are placed by binary search among the kept ones; many are sorted in
+    with them."""
     stored, positions, size = kept.table.select(joined.column_names), kept.positions, kept.table.num_rows
     if not joined.num_rows:
-        return stored if len(positions) == size else _taken(stored, positions)
+        return _single(stored) if len(positions) == size else _taken(stored, positions)
     if not len(positions):
-        return joined
+        return _single(joined)
     fresh = size + np.arange(joined.num_rows, dtype=np.int64)  # rows 0..size-1 stored, then the joined
     if joined.num_rows > PLACED_BY_SEARCH:
         both = pa.concat_tables([stored, joined]).unify_dictionaries()
         chosen = both.take(np.concatenate([positions, fresh]))
-        return chosen.take(_preference_order(chosen))
+        return _single(chosen.take(_preference_order(chosen)))
     stored_key, joined_key = _row_keys(stored), _row_keys(joined)
     places = np.array([bisect.bisect_left(positions, joined_key(row), key=stored_key)
                        for row in range(joined.num_rows)], dtype=np.int64)  # fmt: skip
@@ -200,13 +201,13 @@ def _taken(table: pa.Table, order: np.ndarray) -> pa.Table:
                              for start, end in zip(starts, ends, strict=True)]).combine_chunks()  # fmt: skip
 
 
-def numbered(rows: pa.Table, node_of_key: Callable[[str], int], passage_node: dict[str, int]) -> pa.Table:
+def numbered(rows: pa.Table, node_of_key: Callable[[str], int], node_of_document: Callable[[str], int]) -> pa.Table:
     """``rows`` with their ends' nodes (``src``, ``dst``: ``node_of_key`` of each stable key) and the passage node
-    of their note (``doc_node``) in front."""
+    of their note (``doc_node``: ``node_of_document``, -1 for none) in front."""
     src = per_value(rows.column("subject_key"), node_of_key, np.int64)
     dst = per_value(rows.column("object_key"), node_of_key, np.int64)
     # A dictionary may still hold values of rows filtered out: each is looked up, only the rows' must be found.
-    doc_node = per_value(rows.column("doc_id"), lambda doc_id: passage_node.get(doc_id, -1), np.int64)
+    doc_node = per_value(rows.column("doc_id"), node_of_document, np.int64)
     if (src < 0).any() or (dst < 0).any() or (doc_node < 0).any():
         raise RuntimeError("a statement's entity or note has no node in this index: the kept rows are stale")
     numbers = {"src": src, "dst": dst, "doc_node": doc_node}
@@ -261,6 +262,11 @@ def _row_keys(rows: pa.Table) -> Callable[[int], tuple[bool, str, str]]:
     statement_id, documents = (_one_chunk(rows.column(name)) for name in ("statement_id", "doc_id"))
     names, codes = documents.dictionary.to_pylist(), documents.indices.to_numpy(zero_copy_only=False)
     return lambda row: (bool(machine[row]), statement_id[row].as_py(), names[codes[row]])
+
+
+def _single(table: pa.Table) -> pa.Table:
+    """``table`` in one chunk with one dictionary per column (no copy of a column already in one chunk)."""
+    return table.unify_dictionaries().combine_chunks()
 
 
 def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
