@@ -55,6 +55,8 @@ class Vault:
             docs = pd.DataFrame(list(self.documents.values()), columns=[
                 "doc_id", "path", "bucket", "title", "author", "agent_authored", "body_hash", "size_bytes", "mtime_ns",
                 "text", "front_matter", "seen_run", "gone"])  # fmt: skip
+            # As an extraction records it: what rewrote the note's mention rows.
+            docs["extracted_hash"] = [repr(self.mentions[doc_id]) for doc_id in docs["doc_id"]]
             catalog.register("new_documents", docs)
             catalog.execute(f"INSERT INTO documents ({', '.join(docs.columns)}) SELECT * FROM new_documents")
             rows = pd.DataFrame([row for rows in self.mentions.values() for row in rows], columns=[
@@ -69,6 +71,12 @@ class Vault:
             labels = live_label_keys(catalog)
             update = update_key_table(catalog, labels, None, MAX_POSTING, code)
             update.table.fresh_lists = key_mention_lists(catalog, labels, {row.key for row in update.fresh})
+            # The lists taken from the rows the update read (a key it did not read comes from the catalog).
+            asked = {row.key for row in update.fresh} | {"falcon"}
+            from_rows = key_mention_lists(catalog, labels, asked, update.mentions)
+            assert from_rows == key_mention_lists(catalog, labels, asked)
+            afresh = key_inputs(catalog, labels)  # the inputs, patched or not, are those of every key computed anew
+            assert update.inputs == [afresh[key] for key in update.table.keys]
             catalog.execute("BEGIN")
             write_key_rows(catalog, update, code)
             catalog.execute("COMMIT")
@@ -114,13 +122,23 @@ def test_the_stored_table_equals_a_full_one_after_each_change_and_only_touched_k
 
     unchanged, full = vault.update()
     assert unchanged.whole is None and unchanged.fresh == [] and unchanged.removed == []
+    assert first.inputs_computed is None and unchanged.inputs_computed == 0
     assert_same_table(unchanged, full)
 
     # An edit of d2 (one count): the keys mentioned there and only they.
     vault.put(vault.documents["d2"], [*vault.mentions["d2"][:3], mention("d2", "e3", "minji park", "Person", 5)])
     edited, full = vault.update()
     assert recomputed(edited) == {"minji park"}
+    assert edited.inputs_computed == 4  # d2's keys: their inputs computed again, the others' kept
     assert_same_table(edited, full)
+
+    # d2 no longer names Minji Park, whom d1 also names: found by the stored row, which lists d2 under that key.
+    vault.put(vault.documents["d2"], vault.mentions["d2"][:3])
+    dropped, full = vault.update()
+    assert recomputed(dropped) == {"minji park"} and dropped.inputs_computed == 4
+    assert_same_table(dropped, full)
+    vault.put(vault.documents["d2"], [*vault.mentions["d2"], mention("d2", "e3", "minji park", "Person", 5)])
+    assert recomputed(vault.update()[0]) == {"minji park"}
 
     # The front matter of d3 changes (its text does not): only its title key; "MP" stops being generic for the other.
     vault.put(document("d3", "notes/lancedb.md", "three", aliases=["LDB"]), vault.mentions["d3"])

@@ -148,7 +148,9 @@ def refresh_candidates(
         # Only the keys whose evidence cannot be kept need their mention rows, and only their first documents'
         # texts (a key named in thousands of notes is quoted from the first few that hold its label).
         stale = finder.stale(table.keys if asked is None else sorted(asked))
-        table.mentions = finder.mentions = key_mention_lists(catalog, labels, set(stale)) if stale else {}
+        # The rows the key table read for the keys it computed again are not read twice.
+        stale_lists = key_mention_lists(catalog, labels, set(stale), update.mentions) if stale else {}
+        table.mentions = finder.mentions = stale_lists
         texts.prefetch(_first_documents(table.mentions, limit + 1))
         candidates = score_pairs(table, scored, candidate_config, quoted=quoted, evidence=finder)
     reused = sum(1 for key, item in quoted.items() if known.get(key) == item)
