@@ -178,6 +178,12 @@ def test_labels_are_stored_once_per_text_and_dropped_when_unused(store: VectorSt
     assert vectors["박민지"].tolist() == pytest.approx(EMBEDDER.embed(["박민지"])[0].tolist())
     assert store.drop_labels({"PostgreSQL", "never stored"}) == 1
     assert store.stored_labels() == {"Dagster", "박민지"}
+    # With the table's texts known to this process (its label matrix read), only the new texts are added.
+    store.label_matrix()
+    assert add_labels(store, ["Dagster", "Falcon"]) == 1 and store.count("entity_labels") == 3
+    texts, matrix = store.label_matrix()
+    assert sorted(texts) == ["Dagster", "Falcon", "박민지"] and matrix.shape[0] == 3
+    assert add_labels(store, ["Falcon"]) == 0 and store.count("entity_labels") == 3
     with pytest.raises(ValueError, match="not a table of document rows"):
         store.replace_documents("entity_labels", [EN], [])
 

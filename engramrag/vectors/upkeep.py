@@ -1,8 +1,9 @@
 """Keeping the LanceDB tables quick to search as builds change them, without rewriting what is already indexed.
 
-Each build's ``merge_insert`` leaves a small fragment (the changed notes' rows) and marks the rows it replaced as
-deleted in older fragments. Rows outside an index are still found, by a scan of just those rows, but each small
-fragment is one more file a search opens, so they are folded in now and then (``tidy_reason``).
+Each build's replacement of the changed notes' rows (``VectorStore.replace_documents``) leaves a small fragment
+(their new rows) and marks the rows it replaced as deleted in older fragments. Rows outside an index are still
+found, by a scan of just those rows, but each small fragment is one more file a search opens, so they are folded in
+now and then (``tidy_reason``).
 
 LanceDB's ``Table.optimize`` compacts every fragment under a million rows and rewrites every fragment with a tenth
 of its rows deleted. A full build leaves one fragment per bucket partition, each well under a million rows, so the
