@@ -48,8 +48,8 @@ class KeyTable:
     words: list[tuple[str, ...]]  # the key's words in order
     tokens: list[frozenset[str]]
     documents: list[frozenset[str]]
-    declared: list[set[str]]  # compact forms of front-matter aliases and note file names
-    written: list[set[str]]  # compact forms of aliases written in the text
+    declared: list[frozenset[str]]  # compact forms of front-matter aliases and note file names
+    written: list[frozenset[str]]  # compact forms of aliases written in the text
     names: list[frozenset[str]]  # declared | written, without the generic ones (for the shared-alias feature)
     acronyms: list[frozenset[str]]  # initials and numeronym of each key
     numbers: list[tuple[str, ...]]  # the digit runs of each key
@@ -165,8 +165,10 @@ def assemble_key_table(
     more than ``max_posting`` keys) left out of the shared-alias names, and the label vectors."""
     keys = [row.key for row in rows]
     forms = [key_forms(key) for key in keys]
-    declared = [set(row.declared) | _compact_set(file_names.get(row.key, ())) for row in rows]
-    written = [set(row.written) for row in rows]
+    # The rows' own frozensets where a key has no file name (most keys; copying every set: 0.35 s of a profiled edit).
+    declared = [row.declared | _compact_set(named) if (named := file_names.get(row.key)) else row.declared
+                for row in rows]  # fmt: skip
+    written = [row.written for row in rows]
     owners = Counter(alias for i in range(len(keys)) for alias in declared[i] | written[i])
     generic = {alias for alias, count in owners.items() if count > max_posting}
     matrix, present = _vector_matrix(keys, vectors)
