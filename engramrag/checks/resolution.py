@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.live_labels import live_labels
 from engramrag.checks.expectations import CheckOutcome, validate_frame
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.extract.textutil import normalise_label
@@ -38,9 +39,7 @@ def overlay_names_existing_entities(home: Home) -> CheckOutcome:
         if catalog is None:
             return CheckOutcome(True, "nothing built yet")
         rows = catalog.execute("SELECT entity_key, cluster_key FROM entity_clusters").df()
-        labels = [label for (label,) in catalog.execute(
-            "SELECT DISTINCT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone"
-        ).fetchall()]
+        labels = live_labels(catalog, home.catalog_path)
     live = {normalise_label(label) for label in labels} - {""}
     frame = pd.DataFrame({"entity_key": rows["entity_key"], "cluster_key": rows["cluster_key"]})
     # Membership in the live keys is computed here and the expectation is that no value falls outside them:

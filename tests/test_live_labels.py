@@ -1,0 +1,46 @@
+"""The live notes' labels, read once per state of the live notes' extractions. A real DuckDB catalog, no build."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.live_labels import live_labels
+from engramrag.store import Home
+
+
+def write(home: Home, documents: list[tuple[str, str, bool]], mentions: list[tuple[str, str]]) -> None:
+    """documents: (doc_id, extracted_hash, gone); mentions: (doc_id, label)."""
+    with catalog_writer(home, 4) as catalog:
+        catalog.execute("DELETE FROM documents")
+        catalog.execute("DELETE FROM entities")
+        docs = pd.DataFrame([(doc_id, f"{doc_id}.md", 0, False, "h", 1, 0, "", gone, extracted)
+                             for doc_id, extracted, gone in documents],
+                            columns=["doc_id", "path", "bucket", "agent_authored", "body_hash", "size_bytes",
+                                     "mtime_ns", "text", "gone", "extracted_hash"])  # fmt: skip
+        rows = pd.DataFrame([(doc_id, label.lower(), label, "Concept", 1) for doc_id, label in mentions],
+                            columns=["doc_id", "entity_key", "label", "kind", "mentions"])  # fmt: skip
+        catalog.register("new_documents", docs)
+        catalog.execute(f"INSERT INTO documents ({', '.join(docs.columns)}) SELECT * FROM new_documents")
+        catalog.register("new_entities", rows)
+        catalog.execute(f"INSERT INTO entities ({', '.join(rows.columns)}) SELECT * FROM new_entities")
+
+
+def labels(home: Home) -> tuple[str, ...]:
+    with catalog_writer(home, 4) as catalog:
+        return live_labels(catalog, home.catalog_path)
+
+
+def test_live_labels_are_read_again_only_when_the_live_notes_or_their_extractions_change(tmp_path) -> None:
+    home, other = Home.at(tmp_path / "one"), Home.at(tmp_path / "two")
+    write(home, [("d1", "x1", False), ("d2", "x2", False)], [("d1", "Falcon"), ("d2", "Postgres"), ("d2", "Falcon")])
+    write(other, [("d9", "x9", False)], [("d9", "Zeta")])
+    first = labels(home)
+    assert first == ("Falcon", "Postgres")
+    assert labels(other) == ("Zeta",) and labels(home) is first  # kept per catalog file
+    # d2 extracted again: its rows are read.
+    write(home, [("d1", "x1", False), ("d2", "x2b", False)], [("d1", "Falcon"), ("d2", "Lance DB")])
+    assert labels(home) == ("Falcon", "Lance DB")
+    # d1 gone: its labels leave the live ones.
+    write(home, [("d1", "x1", True), ("d2", "x2b", False)], [("d1", "Falcon"), ("d2", "Lance DB")])
+    assert labels(home) == ("Lance DB",)
