@@ -1,5 +1,6 @@
 """The distinct labels of the live notes' entity mentions, read once per state of those notes: the timeline and the
-overlay's check both ask for them in every build, and at 100,000 notes each read is a scan of 5.6 M mention rows.
+overlay's check both ask for them in every build that changed a note, and at 100,000 notes each read is a scan of
+5.6 M mention rows; the second reader of a build takes the first one's.
 
 A note's mention rows are written only by its extraction, which records ``extracted_at`` (a re-extraction of the same
 text too), so the labels are a function of which notes are live and of their extractions: the digest below. A
