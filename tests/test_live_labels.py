@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engramrag.catalog.connection import catalog_writer
-from engramrag.catalog.live_labels import live_labels
+from engramrag.catalog.live_labels import labels_by_first_mention, live_labels
 from engramrag.store import Home
 
 
@@ -38,9 +38,13 @@ def test_live_labels_are_read_again_only_when_the_live_notes_or_their_extraction
     first = labels(home)
     assert first == ("Falcon", "Postgres")
     assert labels(other) == ("Zeta",) and labels(home) is first  # kept per catalog file
-    # d2 extracted again: its rows are read.
-    write(home, [("d1", "x1", False), ("d2", "x2b", False)], [("d1", "Falcon"), ("d2", "Lance DB")])
-    assert labels(home) == ("Falcon", "Lance DB")
+    # d2 extracted again: its rows are read. One read gives both orders: by first mention and sorted.
+    write(home, [("d1", "x1", False), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
+    with catalog_writer(home, 4) as catalog:
+        first_mentioned = labels_by_first_mention(catalog, home.catalog_path)
+        assert first_mentioned == ("Alpha", "Zulu", "Lance DB")  # d1's rows by entity key ("alpha" < "zulu"), then d2
+        assert live_labels(catalog, home.catalog_path) == ("Alpha", "Lance DB", "Zulu")
+        assert labels_by_first_mention(catalog, home.catalog_path) is first_mentioned
     # d1 gone: its labels leave the live ones.
-    write(home, [("d1", "x1", True), ("d2", "x2b", False)], [("d1", "Falcon"), ("d2", "Lance DB")])
+    write(home, [("d1", "x1", True), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
     assert labels(home) == ("Lance DB",)

@@ -68,7 +68,7 @@ class Vault:
         """One run: the stored table brought up to date (and written back), and the table built from scratch."""
         self.write()
         with catalog_writer(self.home, 4) as catalog:
-            labels = live_label_keys(catalog)
+            labels = live_label_keys(catalog, self.home.catalog_path)
             update = update_key_table(catalog, labels, None, MAX_POSTING, code)
             update.table.fresh_lists = key_mention_lists(catalog, labels, {row.key for row in update.fresh})
             # The lists taken from the rows the update read (a key it did not read comes from the catalog).
@@ -178,7 +178,8 @@ def test_a_process_uses_the_rows_it_wrote_only_while_the_catalog_still_holds_tha
     vault.put(vault.documents["d2"], [*vault.mentions["d2"][:3], mention("d2", "e3", "minji park", "Person", 7)])
     vault.write()
     with catalog_writer(vault.home, 4) as catalog:
-        update = update_key_table(catalog, live_label_keys(catalog), None, MAX_POSTING, "code-1")
+        labels = live_label_keys(catalog, vault.home.catalog_path)
+        update = update_key_table(catalog, labels, None, MAX_POSTING, "code-1")
         catalog.execute("BEGIN")
         write_key_rows(catalog, update, "code-1")
         catalog.execute("ROLLBACK")
@@ -199,7 +200,7 @@ def test_a_keys_inputs_change_with_its_mention_rows_and_documents_and_only_then(
 
     def inputs() -> dict[str, str]:
         with catalog_writer(vault.home, 4) as catalog:
-            return key_inputs(catalog, live_label_keys(catalog))
+            return key_inputs(catalog, live_label_keys(catalog, vault.home.catalog_path))
 
     first = inputs()
     assert set(first) == {"minji park", "postgres", "falcon", "stack", "lance db", "lancedb", "adr-0001"}

@@ -1,6 +1,6 @@
-"""The distinct labels of the live notes' entity mentions, read once per state of those notes: the timeline and the
-overlay's check both ask for them in every build that changed a note, and at 100,000 notes each read is a scan of
-5.6 M mention rows; the second reader of a build takes the first one's.
+"""The distinct labels of the live notes' entity mentions, read once per state of those notes: the merge candidates,
+the overlay's check and the timeline all ask for them in every build that changed a note, and at 100,000 notes each
+read was a scan of 5.6 M mention rows. The first reader of a build reads them; the others take its labels.
 
 A note's mention rows are written only by its extraction, which records ``extracted_at`` (a re-extraction of the same
 text too), so the labels are a function of which notes are live and of their extractions: the digest below. A
@@ -9,7 +9,7 @@ process keeps the labels of the last state it read, per catalog file (``run_memo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -22,24 +22,39 @@ _LIVE_EXTRACTIONS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Read:
     state: tuple
-    labels: tuple[str, ...]
+    first_mentioned: tuple[str, ...]
+    in_order: tuple[str, ...] | None = field(default=None)  # sorted, made when first asked for
 
 
 _kept: LastKept[_Read] = LastKept()
 
 
+def labels_by_first_mention(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> tuple[str, ...]:
+    """Every distinct label of the live notes' mentions, in the order labels are first mentioned (by document, then
+    entity key; labels first mentioned in the same row by label)."""
+    return _read(catalog, catalog_path).first_mentioned
+
+
 def live_labels(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> tuple[str, ...]:
-    """Every distinct label of the live notes' mentions, sorted (the same tuple while the live notes and their
-    extractions are the same)."""
+    """Every distinct label of the live notes' mentions, sorted (by code point, as DuckDB orders them)."""
+    read = _read(catalog, catalog_path)
+    if read.in_order is None:
+        read.in_order = tuple(sorted(read.first_mentioned))
+    return read.in_order
+
+
+def _read(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> _Read:
     state = tuple(catalog.execute(_LIVE_EXTRACTIONS).fetchone() or ())
     kept = _kept.get(str(catalog_path))
     if kept is not None and kept.state == state:
-        return kept.labels
+        return kept
     labels = tuple(label for (label,) in catalog.execute(
-        "SELECT DISTINCT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone ORDER BY e.label"
+        "SELECT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone "
+        "GROUP BY e.label ORDER BY min(e.doc_id || chr(0) || e.entity_key), e.label"
     ).fetchall())  # fmt: skip
-    _kept.put(str(catalog_path), _Read(state, labels))
-    return labels
+    read = _Read(state, labels)
+    _kept.put(str(catalog_path), read)
+    return read

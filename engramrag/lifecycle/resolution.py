@@ -111,7 +111,7 @@ def refresh_candidates(
     candidate_config = candidate_config or CandidateConfig()
     code = code_version()
     with catalog_writer(home, config.bucket_count) as catalog:
-        labels = live_label_keys(catalog)
+        labels = live_label_keys(catalog, home.catalog_path)
         kind_counts = live_kind_totals(catalog)
         recorded = catalog.execute("SELECT value FROM meta WHERE key = ?", [PAIRS_META_KEY]).fetchone()
         rows = catalog.execute("SELECT count(*) FROM resolution_candidates").fetchone()[0]

@@ -26,12 +26,14 @@ import uuid
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 
 from engramrag.catalog.connection import insert_frame, read_frame, registered
+from engramrag.catalog.live_labels import labels_by_first_mention
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.inputs import core_kind_column, mention_columns
@@ -60,16 +62,10 @@ class KeyTableUpdate:
     mentions: pd.DataFrame | None = None  # the live mention rows read to compute ``fresh`` (every row of their keys)
 
 
-def live_label_keys(catalog: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+def live_label_keys(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> pd.DataFrame:
     """``label`` and its stable ``key``, for every label of the live mentions whose key is not empty, in the order
     labels are first mentioned (by document, then entity key): the order the label vectors are chosen in."""
-    labels = [
-        row[0]
-        for row in catalog.execute(
-            "SELECT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone "
-            "GROUP BY e.label ORDER BY min(e.doc_id || chr(0) || e.entity_key), e.label"
-        ).fetchall()
-    ]
+    labels = labels_by_first_mention(catalog, catalog_path)
     frame = pd.DataFrame({"label": labels, "key": [normalise_label(label) for label in labels]}, dtype=object)
     return frame[frame["key"] != ""].reset_index(drop=True)
 
