@@ -14,10 +14,10 @@ def write(home: Home, documents: list[tuple[str, str, bool]], mentions: list[tup
     with catalog_writer(home, 4) as catalog:
         catalog.execute("DELETE FROM documents")
         catalog.execute("DELETE FROM entities")
-        docs = pd.DataFrame([(doc_id, f"{doc_id}.md", 0, False, "h", 1, 0, "", gone, extracted)
+        docs = pd.DataFrame([(doc_id, f"{doc_id}.md", 0, False, "h", 1, 0, "", gone, extracted, "rules")
                              for doc_id, extracted, gone in documents],
                             columns=["doc_id", "path", "bucket", "agent_authored", "body_hash", "size_bytes",
-                                     "mtime_ns", "text", "gone", "extracted_hash"])  # fmt: skip
+                                     "mtime_ns", "text", "gone", "extracted_hash", "extractor"])  # fmt: skip
         rows = pd.DataFrame([(doc_id, label.lower(), label, "Concept", 1) for doc_id, label in mentions],
                             columns=["doc_id", "entity_key", "label", "kind", "mentions"])  # fmt: skip
         catalog.register("new_documents", docs)
@@ -48,3 +48,23 @@ def test_live_labels_are_read_again_only_when_the_live_notes_or_their_extraction
     # d1 gone: its labels leave the live ones.
     write(home, [("d1", "x1", True), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
     assert labels(home) == ("Lance DB",)
+
+
+def test_the_embedding_step_takes_the_live_labels_only_while_the_embedded_notes_are_the_live_ones(tmp_path) -> None:
+    from engramrag.lifecycle.embedding import _embedded_are_live
+
+    home = Home.at(tmp_path / "home")
+    write(home, [("d1", "x1", False), ("d2", "x2", False)], [("d1", "Falcon"), ("d2", "Postgres")])
+
+    def embedded(rows: list[tuple[str, str]]) -> bool:
+        with catalog_writer(home, 4) as catalog:
+            catalog.execute("DELETE FROM embedded_documents")
+            for doc_id, extraction in rows:
+                catalog.execute("INSERT INTO embedded_documents VALUES (?, 0, ?, 'hash', 1, 1, 1, now())",
+                                [doc_id, extraction])  # fmt: skip
+            return _embedded_are_live(catalog)
+
+    assert embedded([("d1", "x1|rules"), ("d2", "x2|rules")])
+    assert not embedded([("d1", "x1|rules")])  # d2 not embedded yet
+    assert not embedded([("d1", "x1|rules"), ("d2", "x0|rules")])  # d2 embedded at an earlier extraction
+    assert not embedded([("d1", "x1|rules"), ("d2", "x2|rules"), ("d3", "x3|rules")])  # d3: no such live note

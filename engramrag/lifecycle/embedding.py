@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 
 from engramrag.catalog.connection import catalog_writer, registered
+from engramrag.catalog.live_labels import live_labels
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.store import Home
@@ -86,12 +87,12 @@ def _sync_labels(
 ) -> None:
     """Make the labels table hold exactly the labels of the embedded documents, each embedded once."""
     with catalog_writer(home, config.bucket_count) as catalog:
-        live = {
-            label
-            for (label,) in catalog.execute(
+        if _embedded_are_live(catalog):  # as after every embedding that did not fail: the build's one read of them
+            live = set(live_labels(catalog, home.catalog_path))
+        else:
+            live = {label for (label,) in catalog.execute(
                 "SELECT DISTINCT e.label FROM entities e JOIN embedded_documents USING (doc_id)"
-            ).fetchall()
-        }
+            ).fetchall()}  # fmt: skip
     stored = store.stored_labels()
     missing = sorted(live - stored)
     progress = Progress("embed entity labels", len(missing), every=LABEL_BATCH)
@@ -101,6 +102,19 @@ def _sync_labels(
         summary.texts += len(batch)
         progress.advance(len(batch))
     summary.labels_dropped = store.drop_labels(stored - live)
+
+
+def _embedded_are_live(catalog: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the embedded documents are the live ones, each at its current extraction (then the labels they
+    mention are the live notes' labels)."""
+    return bool(catalog.execute(
+        """
+        SELECT count(*) = (SELECT count(*) FROM embedded_documents)
+               AND count(*) = (SELECT count(*) FROM documents WHERE NOT gone)
+        FROM documents d JOIN embedded_documents e USING (doc_id)
+        WHERE NOT d.gone AND e.extraction = d.extracted_hash || '|' || d.extractor
+        """
+    ).fetchone()[0])  # fmt: skip
 
 
 def _plan_bucket(
