@@ -177,20 +177,23 @@ def registered(catalog: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFram
 
 
 def insert_frame(
-    catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, columns: Sequence[str] | None = None
+    catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | pa.Table, columns: Sequence[str] | None = None
 ) -> None:
-    """Append ``frame``'s rows to ``table``, column by name (``columns``: which of the frame's, by default all)."""
+    """Append ``frame``'s rows (a pandas frame or an Arrow table) to ``table``, column by name (``columns``: which of
+    the frame's, by default all)."""
     if not len(frame):
         return
-    names = list(columns) if columns is not None else [str(name) for name in frame.columns]
+    arrow = isinstance(frame, pa.Table)
+    names = list(columns) if columns is not None else [str(name) for name in
+                                                       (frame.column_names if arrow else frame.columns)]  # fmt: skip
     view = f"incoming_{table}"
-    with registered(catalog, view, frame[names]):
+    with registered(catalog, view, frame.select(names) if arrow else frame[names]):
         listed = ", ".join(f'"{name}"' for name in names)
         catalog.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {view}")
 
 
 def refill_table(
-    catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, columns: Sequence[str] | None = None
+    catalog: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | pa.Table, columns: Sequence[str] | None = None
 ) -> None:
     """Every row of ``table`` replaced by ``frame``'s (inside the caller's transaction, when it has one)."""
     catalog.execute(f"DELETE FROM {table}")
