@@ -75,8 +75,9 @@ def span_at(document: Document, start: int, end: int) -> Span:
     return Span(start, end, line_start, line_end)
 
 
-# The global steps normalise every label of the vault, several times per build: the cache holds them all (about
-# 370,000 at 100,000 notes; a cache smaller than that, 2**18 before, misses on every pass over them).
+# The global steps normalise every label of the vault, several times per build: the cache holds them all. At 100,000
+# notes the labels, titles and keys are 237,966 distinct strings, close to 2**18, the size before; an LRU cache that
+# one pass overflows misses on every pass.
 @lru_cache(maxsize=1 << 21)
 def normalise_label(label: str) -> str:
     """The identity form of a label within one document: NFKC, case-folded, single spaces, no edge punctuation."""
