@@ -293,7 +293,7 @@ def test_sealed_names_of_one_base_and_the_same_changes_are_one_edition() -> None
     assert one.edition() != two.edition()
 
 
-def test_the_value_rows_are_the_same_frame_built_by_columns_as_row_by_row() -> None:
+def test_the_value_rows_are_the_same_rows_built_by_columns_as_row_by_row() -> None:
     from engramrag.lifecycle.timeline import VALUE_COLUMNS, _value_frame
 
     entities = pd.DataFrame(columns=["doc_id", "entity_key", "label", "aliases"])
@@ -301,6 +301,6 @@ def test_the_value_rows_are_the_same_frame_built_by_columns_as_row_by_row() -> N
     values, _ = version_chains(_documents(), _statements(), entities, clusters, VersionConfig())
     assert len(values) == 3
     for given in (values, [values[0]], []):
-        by_rows = pd.DataFrame([{c: getattr(v, c) for c in VALUE_COLUMNS} for v in given], columns=VALUE_COLUMNS)
-        frame = _value_frame(given)
-        assert frame.dtypes.tolist() == by_rows.dtypes.tolist() and frame.equals(by_rows)
+        by_rows = [{c: getattr(v, c) for c in VALUE_COLUMNS} for v in given]
+        table = _value_frame(given)
+        assert table.column_names == list(VALUE_COLUMNS) and table.to_pylist() == by_rows
