@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engramrag.catalog.connection import catalog_writer
+from engramrag.catalog.digests import LIVE_EXTRACTIONS, note_digest
 from engramrag.catalog.live_labels import labels_by_first_mention, live_labels
 from engramrag.store import Home
 
@@ -48,6 +49,27 @@ def test_live_labels_are_read_again_only_when_the_live_notes_or_their_extraction
     # d1 gone: its labels leave the live ones.
     write(home, [("d1", "x1", True), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
     assert labels(home) == ("Lance DB",)
+
+
+def test_a_note_digest_moves_with_its_extraction_and_is_null_for_a_note_the_catalog_lacks(tmp_path) -> None:
+    home = Home.at(tmp_path / "home")
+
+    def digests() -> tuple[dict[str, str | None], tuple]:
+        with catalog_writer(home, 4) as catalog:
+            per_note = dict(catalog.execute(
+                f"SELECT l.doc_id, {note_digest('d.body_hash', table='d')} FROM (VALUES ('d1'), ('d2'), ('d9')) "
+                "l(doc_id) LEFT JOIN documents d USING (doc_id)"
+            ).fetchall())  # fmt: skip
+            return per_note, catalog.execute(LIVE_EXTRACTIONS).fetchone()
+
+    write(home, [("d1", "x1", False), ("d2", "x2", False)], [])
+    before, live_before = digests()
+    assert before["d9"] is None and None not in (before["d1"], before["d2"]) and before["d1"] != before["d2"]
+    write(home, [("d1", "x1", False), ("d2", "x2b", False)], [])
+    after, live_after = digests()
+    assert after["d1"] == before["d1"] and after["d2"] != before["d2"] and live_after != live_before
+    write(home, [("d1", "x1", False), ("d2", "x2b", True)], [])
+    assert digests()[1][0] == 1  # a gone note leaves the live ones
 
 
 def test_the_embedding_step_takes_the_live_labels_only_while_the_embedded_notes_are_the_live_ones(tmp_path) -> None:

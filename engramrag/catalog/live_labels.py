@@ -2,9 +2,9 @@
 the overlay's check and the timeline all ask for them in every build that changed a note, and at 100,000 notes each
 read was a scan of 5.6 M mention rows. The first reader of a build reads them; the others take its labels.
 
-A note's mention rows are written only by its extraction, which records ``extracted_at`` (a re-extraction of the same
-text too), so the labels are a function of which notes are live and of their extractions: the digest below. A
-process keeps the labels of the last state it read, per catalog file (``run_memo.LastKept``).
+A note's mention rows are written only by its extraction, so the labels are a function of which notes are live and
+of their extractions (``digests.LIVE_EXTRACTIONS``). A process keeps the labels of the last state it read, per catalog
+file (``run_memo.LastKept``).
 """
 
 from __future__ import annotations
@@ -14,12 +14,8 @@ from pathlib import Path
 
 import duckdb
 
+from engramrag.catalog.digests import LIVE_EXTRACTIONS
 from engramrag.run_memo import LastKept
-
-_LIVE_EXTRACTIONS = (
-    "SELECT count(*), bit_xor(hash(doc_id, extracted_hash, extractor, extracted_at::VARCHAR)) "
-    "FROM documents WHERE NOT gone"
-)
 
 
 @dataclass
@@ -47,7 +43,7 @@ def live_labels(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> tuple
 
 
 def _read(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> _Read:
-    state = tuple(catalog.execute(_LIVE_EXTRACTIONS).fetchone() or ())
+    state = tuple(catalog.execute(LIVE_EXTRACTIONS).fetchone() or ())
     kept = _kept.get(str(catalog_path))
     if kept is not None and kept.state == state:
         return kept

@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 import duckdb
 
 from engramrag.catalog.connection import catalog_reader, catalog_writer
+from engramrag.catalog.digests import extraction, live_documents_digest
 from engramrag.decisions.store import MERGE, SUPERSESSION, DecisionsStore
 from engramrag.store import Home
 
@@ -32,8 +33,7 @@ T = TypeVar("T")
 
 # The live notes as the steps read them. extracted_at: a re-extraction with the same text (a --full build) rewrites
 # the graphs the steps add to.
-_LIVE_DOCUMENTS = ("SELECT count(*), bit_xor(hash(doc_id, path, body_hash, extracted_hash, extractor, "
-                   "extracted_at::VARCHAR, doc_date, date_source)) FROM documents WHERE NOT gone")  # fmt: skip
+_LIVE_DOCUMENTS = live_documents_digest("path", "body_hash", extraction(), "doc_date", "date_source")
 
 # What a step can read, each as one aggregate over the catalog (order-independent, cheap at 100,000 rows).
 CATALOG_PARTS: dict[str, str] = {

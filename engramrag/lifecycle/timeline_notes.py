@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
+from engramrag.catalog.digests import note_digest
 from engramrag.revise.declarations import DeclaredReference
 from engramrag.revise.versions import StatedValue
 
@@ -32,9 +33,7 @@ LINKS_FILE = "links.arrow"
 TITLES_DIGEST = "SELECT count(*), bit_xor(hash(path, coalesce(title, chr(0)))) FROM documents WHERE NOT gone"
 # What a note's facts are derived from, as the catalog states it: its text, its front matter and its extraction
 # (a re-extraction of the same text, a --full build, rewrites its statements).
-NOTE_DIGEST = (
-    "hash(doc_id, body_hash, front_matter::VARCHAR, extracted_hash, extractor, extracted_at::VARCHAR)::VARCHAR"
-)
+NOTE_DIGEST = note_digest("doc_id", "body_hash", "front_matter::VARCHAR")
 
 
 @dataclass(frozen=True)

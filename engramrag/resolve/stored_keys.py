@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from engramrag.catalog.connection import insert_frame, read_frame, registered
+from engramrag.catalog.digests import note_digest
 from engramrag.catalog.live_labels import labels_by_first_mention
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
@@ -57,7 +58,7 @@ class KeyTableUpdate:
     whole: str | None  # why every row was computed, or None when only changed keys' were
     rows: list[KeyRow] = field(default_factory=list)  # every key's row, in the table's key order
     kept_in_memory: bool = False  # the stored rows were this process's own from its last write, not read back
-    documents: dict[str, int] = field(default_factory=dict)  # ``document_digests`` when ``inputs`` were taken
+    documents: dict[str, str] = field(default_factory=dict)  # ``document_digests`` when ``inputs`` were taken
     inputs_computed: int | None = None  # keys whose inputs were computed again (None: every key's)
     mentions: pd.DataFrame | None = None  # the live mention rows read to compute ``fresh`` (every row of their keys)
 
@@ -83,18 +84,16 @@ def key_inputs(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> dict
     return {key: f"{count}:{first}:{second}" for key, count, first, second in found}
 
 
-def document_digests(catalog: duckdb.DuckDBPyConnection) -> dict[str, int]:
+def document_digests(catalog: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Per document (gone ones too), a digest of what the keys' inputs read of it: its path, text hash, front
     matter and whether it is gone, and its extraction, which is what rewrites its mention rows."""
-    return dict(catalog.execute(
-        "SELECT doc_id, hash(path, body_hash, coalesce(front_matter::VARCHAR, chr(0)), extracted_hash, extractor, "
-        "extracted_at::VARCHAR, gone) FROM documents"
-    ).fetchall())  # fmt: skip
+    digest = note_digest("path", "body_hash", "coalesce(front_matter::VARCHAR, chr(0))", "gone")
+    return dict(catalog.execute(f"SELECT doc_id, {digest} FROM documents").fetchall())
 
 
 def updated_key_inputs(
     catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, previous: Mapping[str, str],
-    documents_before: Mapping[str, int], documents_now: Mapping[str, int],
+    documents_before: Mapping[str, str], documents_now: Mapping[str, str],
 ) -> tuple[dict[str, str], int]:  # fmt: skip
     """``key_inputs`` from the ``previous`` ones (of the stored rows, taken when the documents had the digests
     ``documents_before``): only the keys of the documents whose digest moved are computed again, those their
@@ -190,7 +189,7 @@ class _Written:
 
     value: str | None = None
     rows: dict[str, tuple[str, KeyRow]] = field(default_factory=dict)
-    documents: dict[str, int] | None = None
+    documents: dict[str, str] | None = None
 
 
 _written = _Written()

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
+from engramrag.catalog.digests import note_digest
 from engramrag.extract.textutil import normalise_label
 from engramrag.run_memo import LastKept
 
@@ -54,7 +55,7 @@ RUNS_BY_SLICES = 20_000
 ENCODED = ("doc_id", "subject", "predicate", "label", "object", "role", "subject_key", "object_key")
 # What a note's rows are joined from: a note extracted again (a new text, another extractor, a --full build) has
 # new statements and mentions.
-SOURCE_DIGEST = "d.extracted_hash || '|' || d.extractor || '|' || coalesce(d.extracted_at::VARCHAR, '')"
+SOURCE_DIGEST = note_digest(table="d")
 
 
 @dataclass(frozen=True)
