@@ -45,6 +45,18 @@ def test_a_document_missing_from_the_catalog_fails_quads_belong_to_live_document
         connection.execute("DELETE FROM documents WHERE path = 'tools/duckdb.md'")
         connection.close()
     assert check_results(lifecycle)["quads_belong_to_live_documents"] is False
+    # One check alone, as the UI runs it: the others of its step are not evaluated.
+    alone = dg.materialize(
+        [document_catalog, *provenance_checks],
+        instance=lifecycle.instance,
+        resources={"engram": lifecycle.stores},
+        raise_on_error=False,
+        selection=dg.AssetSelection.checks(dg.AssetCheckKey(document_catalog.key, "quads_belong_to_live_documents")),
+        tags={"engram/pass": "consistency"},
+    )
+    assert {e.check_name: e.passed for e in alone.get_asset_check_evaluations()} == {
+        "quads_belong_to_live_documents": False
+    }
 
 
 def test_a_statement_without_its_document_fails_statements_name_document_and_extractor(lifecycle: Lifecycle):
