@@ -54,7 +54,7 @@ def run_build(
     One build at a time per home: a build started while another runs waits for it, and says so once. ``plan``: the
     changes the caller found a moment ago (``PlanSettings.changes`` of the same settings; ``engram watch``: looking
     at a 100,000-note vault again took 4.6 s); a change made since is found by the caller's next look."""
-    with build_lock(home, on_wait=log.warning), _collector_off():
+    with build_lock(home, on_wait=log.warning), collector_off():
         return _run_build(home, vault, extractor, full, embedder, extraction, plan)
 
 
@@ -86,18 +86,24 @@ class PlanSettings:
 
 
 @contextmanager
-def _collector_off() -> Iterator[None]:
+def collector_off(freeze_after: bool = False) -> Iterator[None]:
     """Python's cyclic garbage collector off during a build; its previous state after. A build allocates millions
     of short-lived containers (rows, tuples, terms) and makes few cycles, and every 100,000 net new containers the
     collector walked all the young ones: 1.0-1.6 s of a one-note edit at 10,000 notes (and 0.5-0.6 s for the full
     collection the build then ran), where a full collection after the build finds 20-900 objects in cycles (after
-    a 1,000-note full build: 20, its peak memory 2% higher). Cycles are left to the collector once it is back on;
-    a resident builder (`engram watch`) collects in full between builds, a one-off `engram build` exits."""
+    a 1,000-note full build: 20, its peak memory 2% higher). Cycles are left to the collector once it is back on.
+
+    Turning it back on is not free: the first allocation after runs a collection of everything the build made
+    (0.3 s of an edit at 10,000 notes, 2.0 s at 100,000). So a caller that collects itself (`engram watch`, between
+    builds) turns it off around the build, and this leaves it off; a process that ends after the build (`engram
+    build`) asks ``freeze_after``: what the block made is frozen (``gc.freeze``) and never walked, cycles included."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze_after:
+            gc.freeze()
         if enabled:
             gc.enable()
 

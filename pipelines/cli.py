@@ -238,11 +238,12 @@ def _build(args: argparse.Namespace) -> int:
         return 2
     from engramrag.lifecycle.document_pool import ExtractionConfig
     from engramrag.lifecycle.summary import read_status
-    from pipelines.build import run_build
+    from pipelines.build import collector_off, run_build
     from pipelines.progress import progress_display
 
     vault = Path(args.vault).expanduser().resolve()
-    with progress_display(enabled=not args.json and sys.stderr.isatty()):
+    # The process ends after the build: what the build made is never walked by the collector (``collector_off``).
+    with progress_display(enabled=not args.json and sys.stderr.isatty()), collector_off(freeze_after=True):
         outcome = run_build(
             home, vault, extractor=args.extractor, full=args.full, embedder=args.embedder,
             extraction=ExtractionConfig(processes=args.processes),

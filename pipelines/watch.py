@@ -20,7 +20,7 @@ from pathlib import Path
 from engramrag.decisions.store import DecisionsStore
 from engramrag.lifecycle.plan import ChangePlan
 from engramrag.store import Home, StoreBusy
-from pipelines.build import BuildOutcome, PlanSettings, run_build
+from pipelines.build import BuildOutcome, PlanSettings, collector_off, run_build
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,15 @@ def watch(
         plan = None if builds == 0 else _vault_changes(home, vault, planned)
         # A document that only waits for its extraction (one that failed) builds with the next change, not in a loop.
         if builds == 0 or revision != built_revision or (plan is not None and plan.files_changed):
-            started = time.perf_counter()
-            outcome = run_build(home, vault, extractor=settings.extractor, embedder=settings.embedder, plan=plan)
-            # The verdicts as they were when the build started (a verdict recorded during it builds again); a
-            # first build creates the decisions store, which is no verdict.
-            builds, built_revision = builds + 1, revision if revision is not None else _revision(home)
-            on_build(outcome, time.perf_counter() - started)
-            _collect(builds)
+            # One collection per build, ours, after it: the collector stays off until then.
+            with collector_off():
+                started = time.perf_counter()
+                outcome = run_build(home, vault, extractor=settings.extractor, embedder=settings.embedder, plan=plan)
+                # The verdicts as they were when the build started (a verdict recorded during it builds again); a
+                # first build creates the decisions store, which is no verdict.
+                builds, built_revision = builds + 1, revision if revision is not None else _revision(home)
+                on_build(outcome, time.perf_counter() - started)
+                _collect(builds)
         else:
             time.sleep(settings.interval_s)
     return builds
