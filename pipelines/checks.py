@@ -63,9 +63,26 @@ def _result(asset: dg.AssetsDefinition, name: str, outcome: CheckOutcome) -> dg.
     )
 
 
-def _selected(context: dg.AssetCheckExecutionContext, asset: dg.AssetsDefinition, names: dict) -> list[str]:
+def _evaluated(
+    context: dg.AssetCheckExecutionContext, asset: dg.AssetsDefinition, checks: dict[str, tuple[Callable, str]],
+    evaluate: Callable[[Callable], CheckOutcome],
+) -> Iterator[dg.AssetCheckResult]:
+    """The results of the selected ``checks`` of ``asset``; a check that raises does not keep the others from
+    running, and the step then fails with its error (its result is left to Dagster, as for a check of its own)."""
     chosen = {key.name for key in context.selected_asset_check_keys if key.asset_key == asset.key}
-    return [name for name in names if name in chosen]
+    error: Exception | None = None
+    for name, (check, _description) in checks.items():
+        if name not in chosen:
+            continue
+        try:
+            outcome = evaluate(check)
+        except Exception as raised:  # raised again once the other checks have run
+            context.log.error(f"{name} could not run: {raised!r}")
+            error = error or raised
+            continue
+        yield _result(asset, name, outcome)
+    if error is not None:
+        raise error
 
 
 @dg.multi_asset_check(specs=_specs(document_catalog, _PROVENANCE), can_subset=True, name="provenance_checks")
@@ -75,8 +92,7 @@ def document_provenance_holds(
     """The catalog's provenance checks, on the graphs of the documents the run wrote or deleted."""
     home = engram.home_dir()
     scope = _written_scope(context, engram)
-    for name in _selected(context, document_catalog, _PROVENANCE):
-        yield _result(document_catalog, name, _PROVENANCE[name][0](home, scope))
+    yield from _evaluated(context, document_catalog, _PROVENANCE, lambda check: check(home, scope))
 
 
 def _written_scope(context: dg.AssetCheckExecutionContext, engram: EngramStores) -> list[str] | None:
@@ -91,8 +107,7 @@ def _written_scope(context: dg.AssetCheckExecutionContext, engram: EngramStores)
 def overlay_holds(context: dg.AssetCheckExecutionContext, engram: EngramStores) -> Iterator[dg.AssetCheckResult]:
     """The resolution overlay's consistency checks."""
     home = engram.home_dir()
-    for name in _selected(context, resolution_overlay, _RESOLUTION):
-        yield _result(resolution_overlay, name, _RESOLUTION[name][0](home))
+    yield from _evaluated(context, resolution_overlay, _RESOLUTION, lambda check: check(home))
 
 
 resolution_checks = [overlay_holds]

@@ -7,11 +7,12 @@ import duckdb
 import pyoxigraph as ox
 
 from assets.catalog import document_catalog
+from assets.resolution import resolution_overlay
 from engramrag.checks import provenance
 from engramrag.lifecycle.summary import documents_written_in
 from engramrag.ontology.quadstore import QuadStore
 from engramrag.ontology.vocab import ENGRAM, PAV, PROV, analysis_graph_iri, document_iri
-from pipelines.checks import provenance_checks
+from pipelines.checks import provenance_checks, resolution_checks
 from tests.conftest import Lifecycle
 
 
@@ -132,3 +133,19 @@ def test_graphs_left_behind_by_a_deleted_document_fail_the_scoped_check(lifecycl
     outcome = provenance.quads_belong_to_live_documents(lifecycle.home, scope)
     assert outcome.passed is False
     assert provenance.quads_belong_to_live_documents(lifecycle.home, ["projects/falcon.md"]).passed is True
+
+
+def test_a_check_that_cannot_run_fails_its_step_and_the_others_of_the_step_still_report(lifecycle: Lifecycle):
+    lifecycle.run_all()
+    lifecycle.home.decisions_path.write_bytes(b"not a database")  # the verdicts check cannot read the verdicts
+    result = dg.materialize(
+        [resolution_overlay, *resolution_checks],
+        instance=lifecycle.instance,
+        resources={"engram": lifecycle.stores},
+        raise_on_error=False,
+        selection=dg.AssetSelection.checks_for_assets(resolution_overlay),
+    )
+    assert not result.success
+    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
+        "overlay_names_existing_entities": True
+    }
