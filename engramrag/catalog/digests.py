@@ -24,7 +24,8 @@ LIVE_EXTRACTIONS = live_documents_digest(extraction())
 
 def note_digest(*columns: str, table: str = "") -> str:
     """Per note, a digest of its extraction and ``columns`` (a string; NULL when ``table`` is an outer join's side
-    that holds no note)."""
+    that holds no note). ``table`` prefixes the extraction columns and ``doc_id`` only: ``columns`` are taken as
+    written, so in a join give them their alias (``note_digest("d.body_hash", table="d")``)."""
     prefix = f"{table}." if table else ""
     return (f"CASE WHEN {prefix}doc_id IS NOT NULL "
             f"THEN hash({', '.join((*columns, extraction(table)))})::VARCHAR END")  # fmt: skip
