@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import duckdb
@@ -33,6 +33,7 @@ from engramrag.resolve.embedding_lists import ListCache, NeighbourLists, PairCut
 from engramrag.resolve.evidence import Evidence, EvidenceFinder, TextsOnDemand, evidence_from_json, evidence_json
 from engramrag.resolve.inputs import live_kind_totals, unknown_kinds
 from engramrag.resolve.keytable import KeyVectors
+from engramrag.resolve.mention_rows import MentionRow
 from engramrag.resolve.scored_pairs import META_KEY as PAIRS_META_KEY
 from engramrag.resolve.scored_pairs import (
     ScoredPairs,
@@ -240,10 +241,18 @@ def _document_texts(catalog: duckdb.DuckDBPyConnection, doc_ids: Sequence[str]) 
     return {doc_id: (path, text) for doc_id, path, text in rows}
 
 
-def _first_documents(mentions: dict[str, list[tuple[str, str, int | None, int]]], count: int) -> set[str]:
+def _first_documents(mentions: Mapping[str, Sequence[MentionRow]], count: int) -> set[str]:
     """The first ``count`` documents of each key's mention rows (most mentioned first): those its evidence is
-    quoted from unless they do not hold the label as written."""
-    return {doc_id for rows in mentions.values() for doc_id in list(dict.fromkeys(row[0] for row in rows))[:count]}
+    quoted from unless they do not hold the label as written. Reads each key's rows only that far."""
+    found: set[str] = set()
+    for rows in mentions.values():
+        first: set[str] = set()
+        for doc_id, *_ in rows:
+            first.add(doc_id)
+            if len(first) == count:
+                break
+        found |= first
+    return found
 
 
 def _known_evidence(

@@ -18,6 +18,7 @@ from functools import lru_cache
 import pandas as pd
 
 from engramrag.extract.textutil import sentences
+from engramrag.resolve.mention_rows import MentionRow
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class EvidenceFinder:
 
     def __init__(
         self,
-        mentions: Mapping[str, list[tuple[str, str, int | None, int]]],
+        mentions: Mapping[str, Sequence[MentionRow]],
         texts: Mapping[str, tuple[str, str]],
         limit: int,
         known: Mapping[str, tuple[str, tuple[Evidence, ...]]] | None = None,
@@ -154,7 +155,7 @@ def evidence_from_json(text: str) -> tuple[Evidence, ...]:
 
 
 def mention_evidence(
-    rows: list[tuple[str, str, int | None, int]],
+    rows: Iterable[MentionRow],
     texts: Mapping[str, tuple[str, str]],
     limit: int = 2,
     line_offsets: dict[str, list[int]] | None = None,

@@ -23,6 +23,7 @@ import pandas as pd
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.inputs import mention_core_kinds
+from engramrag.resolve.mention_rows import MentionList, MentionRow, SortedMentions
 from engramrag.resolve.surface import (
     COMPACT_DROP,
     DIGITS,
@@ -57,7 +58,7 @@ class KeyTable:
     has_vector: np.ndarray | None
     # key -> (doc_id, label, first_line, mentions), most mentioned first: every key's when built from all mention
     # rows, only the keys a run quotes evidence for when assembled from stored rows (``resolve.stored_keys``)
-    mentions: dict[str, list[tuple[str, str, int | None, int]]]
+    mentions: dict[str, Sequence[MentionRow]]
 
 
 class KeyRow(NamedTuple):
@@ -99,7 +100,7 @@ def build_key_table(
 def key_rows(
     mentions: pd.DataFrame, documents: pd.DataFrame | None, custom_kinds: Mapping[str, str] | None = None,
     with_lists: bool = True,
-) -> tuple[list[KeyRow], dict[str, list[tuple[str, str, int | None, int]]], dict[str, str]]:
+) -> tuple[list[KeyRow], dict[str, Sequence[MentionRow]], dict[str, str]]:
     """The rows of the stable keys of ``mentions`` in sorted key order, each key's mention list (none when not
     ``with_lists``), and the key of each document's title row (doc_id -> key). ``mentions`` must hold every row of
     each of its keys; ``documents`` (doc_id, and ``aliases`` or ``front_matter``) gives the declared aliases of the
@@ -118,8 +119,8 @@ def key_rows(
     if documents is not None and len(documents):
         _declare_from_front_matter(documents, title_key, declared_raw)
     labels = rows.display_labels()
-    kinds = [dominant_kind(counts) for counts in rows.counters(rows.kind_codes, rows.kind_names)]
-    check_kinds = [comparable_kind(counts) for counts in rows.counters(rows.core_codes, rows.core_names)]
+    kinds = [dominant_kind(counts) for counts in rows.counters(*rows.kinds)]
+    check_kinds = [comparable_kind(counts) for counts in rows.counters(*rows.core_kinds)]
     found = [
         KeyRow(
             key=key,
@@ -135,7 +136,7 @@ def key_rows(
     return found, rows.mention_lists() if with_lists else {}, title_key
 
 
-def mention_lists(mentions: pd.DataFrame) -> dict[str, list[tuple[str, str, int | None, int]]]:
+def mention_lists(mentions: pd.DataFrame) -> dict[str, Sequence[MentionRow]]:
     """Per stable key of ``mentions``, its rows (doc_id, label, first_line, mentions), most mentioned first."""
     return _MentionColumns(mentions, None).mention_lists()
 
@@ -159,7 +160,7 @@ def assemble_key_table(
     file_names: Mapping[str, set[str]],
     vectors: Mapping[str, np.ndarray] | None,
     max_posting: int,
-    mentions: dict[str, list[tuple[str, str, int | None, int]]] | None = None,
+    mentions: dict[str, Sequence[MentionRow]] | None = None,
 ) -> KeyTable:
     """The key table of ``rows`` (sorted by key) with each key's file-name aliases, the generic aliases (owned by
     more than ``max_posting`` keys) left out of the shared-alias names, and the label vectors."""
@@ -227,21 +228,35 @@ class _MentionColumns:
         position = {key: i for i, key in enumerate(self.keys)}
         key_of_label = np.array([position.get(key, -1) for key in label_keys], dtype=np.int64)
         keep = key_of_label[label_codes] >= 0 if len(label_codes) else np.zeros(0, dtype=bool)
-        kept = mentions[keep]
+        self.kept, self.custom_kinds = mentions[keep], custom_kinds
         self.key_index = key_of_label[label_codes[keep]]
         self.label_codes, self.label_names = label_codes[keep], label_names
-        self.kind_codes, self.kind_names = pd.factorize(kept["kind"].astype(str).to_numpy(dtype=object))
-        self.core_codes, self.core_names = _core_codes(kept, custom_kinds)
-        self.doc_ids = kept["doc_id"].astype(str).to_numpy(dtype=object)
-        self.doc_ranks, _ = pd.factorize(self.doc_ids, sort=True)
-        self.counts = kept["mentions"].astype(np.int64).to_numpy()
-        self.first_line_column = kept["first_line"]  # made ints only for the mention lists (a loop over every row)
-        self.aliases = kept["aliases"].to_numpy(dtype=object)
-        self.has_aliases = np.array(  # a cheap first look: ``strings`` then reads just these rows
+        self.doc_ids = self.kept["doc_id"].astype(str).to_numpy(dtype=object)
+
+    # The columns below are made when first read: the mention lists need none of them.
+    @functools.cached_property
+    def kinds(self) -> tuple[np.ndarray, Any]:
+        return pd.factorize(self.kept["kind"].astype(str).to_numpy(dtype=object))
+
+    @functools.cached_property
+    def core_kinds(self) -> tuple[np.ndarray, list[str]]:
+        return _core_codes(self.kept, self.custom_kinds)
+
+    @functools.cached_property
+    def aliases(self) -> np.ndarray:
+        return self.kept["aliases"].to_numpy(dtype=object)
+
+    @functools.cached_property
+    def has_aliases(self) -> np.ndarray:
+        """A cheap first look: ``strings`` then reads just these rows."""
+        return np.array(
             [value is not None and (not hasattr(value, "__len__") or len(value) > 0) for value in self.aliases],
             dtype=bool,
         )
-        self.is_title = (kept["entity_key"].to_numpy(dtype=object) == DOCUMENT_KEY).astype(bool)
+
+    @functools.cached_property
+    def is_title(self) -> np.ndarray:
+        return (self.kept["entity_key"].to_numpy(dtype=object) == DOCUMENT_KEY).astype(bool)
 
     def _counts(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(key row, code, rows) for every (key, code) present."""
@@ -273,16 +288,13 @@ class _MentionColumns:
         docs = self.doc_ids[order]
         return [frozenset(docs[bounds[i] : bounds[i + 1]].tolist()) for i in range(len(self.keys))]
 
-    def mention_lists(self) -> dict[str, list[tuple[str, str, int | None, int]]]:
+    def mention_lists(self) -> dict[str, MentionList]:
         """Per key, its rows (doc_id, label, first_line, mentions), most mentioned first, then by document, then
         in the order given."""
-        order = np.lexsort((np.arange(len(self.key_index)), self.doc_ranks, -self.counts, self.key_index))
-        bounds = np.searchsorted(self.key_index[order], np.arange(len(self.keys) + 1))
-        labels = self.label_names[self.label_codes[order]].tolist()
-        first_lines = self.first_line_column.to_numpy(dtype=object)[order]
-        lines = [_int_or_none(value) for value in first_lines]
-        rows = list(zip(self.doc_ids[order].tolist(), labels, lines, self.counts[order].tolist(), strict=True))
-        return {key: rows[bounds[i] : bounds[i + 1]] for i, key in enumerate(self.keys)}
+        return SortedMentions(
+            self.keys, self.key_index, self.doc_ids, self.label_names[self.label_codes],
+            self.kept["first_line"].to_numpy(dtype=object), self.kept["mentions"].astype(np.int64).to_numpy(),
+        ).lists()  # fmt: skip
 
 
 def _core_codes(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None) -> tuple[np.ndarray, list[str]]:
@@ -378,9 +390,3 @@ def _vector_matrix(keys: list[str], vectors: Mapping[str, np.ndarray] | None):
             present[i] = True
     return matrix, present
 
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return None if value is None or pd.isna(value) else int(value)
-    except (TypeError, ValueError):
-        return None

@@ -23,7 +23,7 @@ that moved since (``updated_key_inputs``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.inputs import core_kind_column, mention_columns
 from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, file_name_aliases, key_rows, mention_lists
+from engramrag.resolve.mention_rows import MentionRow
 from engramrag.run_memo import RunMemo
 
 META_KEY = "resolution_keys"
@@ -207,7 +208,7 @@ def mentions_of_keys(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, k
 
 def key_mention_lists(
     catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame, keys: set[str] | None, read: pd.DataFrame | None = None
-) -> dict[str, list[tuple[str, str, int | None, int]]]:
+) -> dict[str, Sequence[MentionRow]]:
     """The mention lists (``KeyTable.mentions``) of ``keys``, of every key when None. ``read``: live mention rows
     already read (``KeyTableUpdate.mentions``: every row of each of their keys); the keys it holds are not read
     again."""
