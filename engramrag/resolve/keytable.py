@@ -240,7 +240,7 @@ class _MentionColumns:
 
     @functools.cached_property
     def core_kinds(self) -> tuple[np.ndarray, list[str]]:
-        return _core_codes(self.kept, self.custom_kinds)
+        return _core_codes(self.kept, self.kinds[0], self.custom_kinds)
 
     @functools.cached_property
     def aliases(self) -> np.ndarray:
@@ -297,14 +297,13 @@ class _MentionColumns:
         ).lists()  # fmt: skip
 
 
-def _core_codes(mentions: pd.DataFrame, custom_kinds: Mapping[str, str] | None) -> tuple[np.ndarray, list[str]]:
+def _core_codes(mentions: pd.DataFrame, kind_codes: np.ndarray, custom_kinds: Mapping[str, str] | None
+                ) -> tuple[np.ndarray, list[str]]:  # fmt: skip
     """Per row, a code of the core kind it is compared as ("Concept" when unknown), computed once per distinct
-    (kind, recorded core kind)."""
+    (kind, recorded core kind): the pairs are numbered from the two columns' codes, not from joined strings."""
     recorded = mentions["core_kind"] if "core_kind" in mentions.columns else pd.Series([None] * len(mentions))
-    pairs = mentions["kind"].astype(str).to_numpy(dtype=object) + "\x1f" + np.array(
-        [value if isinstance(value, str) else "\x00" for value in recorded], dtype=object
-    )
-    codes, _ = pd.factorize(pairs)
+    recorded_codes, recorded_names = pd.factorize(recorded.to_numpy(dtype=object))  # not a string: -1
+    codes, _ = pd.factorize(kind_codes * (len(recorded_names) + 1) + recorded_codes + 1)
     first = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, dtype=np.int64)
     cores = [core or "Concept" for core in mention_core_kinds(mentions.iloc[first], custom_kinds)]
     core_codes, core_names = pd.factorize(np.array(cores, dtype=object))
