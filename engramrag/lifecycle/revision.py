@@ -143,7 +143,7 @@ def apply_supersessions(
         swap = swap_step_quads(home, catalog, "supersession_quads", quads)
         catalog.execute("BEGIN")
         refill_table(catalog, "supersessions", rows)
-        record_swap(catalog, "supersession_quads", swap)
+        record_swap(home, catalog, "supersession_quads", swap)
         refill_table(catalog, "supersession_model_reviews", review_rows, REVIEW_COLUMNS)
         catalog.execute("COMMIT")
     declared = sum(reason == "declared" for _, reason, _ in applied)

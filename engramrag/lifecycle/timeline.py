@@ -48,6 +48,7 @@ from engramrag.ontology.graphs import (
     XSD_DATE,
     XSD_INTEGER,
 )
+from engramrag.ontology.quadstore import lined
 from engramrag.ontology.vocab import (
     ENGRAM,
     PROV,
@@ -143,7 +144,7 @@ def refresh_timeline(
     authors = {path: declared_by(path, author) for path, author in zip(documents["path"], documents["author"],
                                                                           strict=True)}  # fmt: skip
     rows: list[dict] = []
-    quads: list[ox.Quad] = []
+    quads: list[tuple[str, ox.Quad]] = []  # by N-Quads line, as the step's record holds them
     rejected = 0
     for declaration in declarations:
         keys = document_pair(docs.at[declaration.earlier_doc_id, "path"], docs.at[declaration.later_doc_id, "path"])
@@ -153,7 +154,7 @@ def refresh_timeline(
             continue
         author = authors[declaration.declared_in]
         rows.append(_declared_row(declaration, docs, keys, verdict, author))
-        quads += _declared_quads(declaration, docs, verdict, author)
+        quads += lined(_declared_quads(declaration, docs, verdict, author)).items()
     with _VALUE_QUADS.run() as made:
         for pair in replaced:
             verdict = verdicts.get(pair.keys)
@@ -161,19 +162,18 @@ def refresh_timeline(
                 rejected += 1
                 continue
             rows.append(_value_row(pair, verdict, table))
-            quads += made((pair, verdict is not None), lambda: _value_quads(pair, verdict))  # noqa: B023
-    quads = list(dict.fromkeys(quads))
+            quads += made((pair, verdict is not None), lambda: list(lined(_value_quads(pair, verdict)).items()))  # noqa: B023
     frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
     value_frame = _value_frame(values)
     # A note's graphs are rewritten only when it is extracted again, which makes it one of the notes derived now.
     every = derive_all or len(vault.derived) == len(documents)
     rewritten = None if every else _graphs_of(documents, vault.derived)
     with catalog_writer(home, config.bucket_count) as catalog:
-        swap = swap_step_quads(home, catalog, "timeline_quads", quads, rewritten)
+        swap = swap_step_quads(home, catalog, "timeline_quads", dict(quads), rewritten)
         catalog.execute("BEGIN")
         refill_table(catalog, "document_supersessions", frame)
         refill_table(catalog, "property_values", value_frame)
-        record_swap(catalog, "timeline_quads", swap)
+        record_swap(home, catalog, "timeline_quads", swap)
         catalog.execute("COMMIT")
     if vault.derived or len(vault.kept.facts) != len(documents):
         vault.kept.updated(vault.digests, vault.derived).save(home.timeline_path)
@@ -316,9 +316,9 @@ def _declared_quads(declaration: Declaration, docs: pd.DataFrame, verdict: Verdi
     return [ox.Quad(s, p, o, graph) for s, p, o in triples]
 
 
-# The quads of each value pair, by the pair and whether a person accepted it (all they depend on): 23,521 pairs at
-# 100,000 notes, whose quads took 2.8 s to make again at every run.
-_VALUE_QUADS: RunMemo[tuple[ValueSupersession, bool], list[ox.Quad]] = RunMemo()
+# The quads of each value pair with their N-Quads lines, by the pair and whether a person accepted it (all they depend
+# on): 23,521 pairs at 100,000 notes, whose quads took 2.8 s to make again at every run and their lines 1 s.
+_VALUE_QUADS: RunMemo[tuple[ValueSupersession, bool], list[tuple[str, ox.Quad]]] = RunMemo()
 
 
 def _value_quads(pair: ValueSupersession, verdict: Verdict | None) -> list[ox.Quad]:
