@@ -92,9 +92,10 @@ class VersionConfig:
         return table
 
 
-@dataclass(frozen=True)
-class ValueRow:
-    """One document's value of one property of one subject (a row of ``property_values``)."""
+class ValueRow(NamedTuple):
+    """One document's value of one property of one subject (a row of ``property_values``). A named tuple: the
+    table's columns are then one ``zip`` of the rows (reading 16 attributes of 131,000 dataclasses took 1.4 s of a
+    timeline run at 100,000 notes)."""
 
     subject_key: str
     subject: str
