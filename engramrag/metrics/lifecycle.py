@@ -251,10 +251,15 @@ def _same(column: pd.Series, value: object) -> pd.Series:
 def _priced(frame: pd.DataFrame, prices: Prices | None) -> pd.DataFrame:
     """``frame`` with ``cost_usd`` (NA where the price is unknown) and ``cost_note`` from its model and token
     columns: one pricing rule for every table that shows a cost, so per-document and per-call costs agree."""
-    costs = [
-        cost_of(model if isinstance(model, str) else None, int(tokens_in), int(tokens_out), prices or {})
-        for model, tokens_in, tokens_out in zip(frame["model"], frame["tokens_in"], frame["tokens_out"], strict=True)
-    ]
+    # Priced once per distinct (model, tokens): a rules-only vault is one row per document of (none, 0, 0).
+    known: dict[tuple, Cost] = {}
+    costs = []
+    for model, tokens_in, tokens_out in zip(frame["model"], frame["tokens_in"], frame["tokens_out"], strict=True):
+        model = model if isinstance(model, str) else None
+        cost = known.get(call := (model, tokens_in, tokens_out))
+        if cost is None:
+            cost = known[call] = cost_of(model, int(tokens_in), int(tokens_out), prices or {})
+        costs.append(cost)
     frame["cost_usd"] = pd.array([cost.usd for cost in costs], dtype="Float64")
     frame["cost_note"] = pd.array([cost.note for cost in costs], dtype="string")
     return frame
