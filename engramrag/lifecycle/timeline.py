@@ -135,6 +135,8 @@ def refresh_timeline(
         documents, {doc_id: f.values for doc_id, f in facts.items()}, names,
         dict(zip(documents["path"], [facts[doc_id].link_targets for doc_id in documents["doc_id"]], strict=True)),
         version_config, replaced_notes, vault.links.resolved, observed,
+        # A note's facts are a function of its digest and the settings the kept facts were derived with.
+        {doc_id: (vault.kept.context, digest) for doc_id, digest in vault.digests.items()},
     )  # fmt: skip
     verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")

@@ -28,7 +28,7 @@ import json
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -224,18 +224,22 @@ def chains_of(
     replaced_notes: Iterable[tuple[str, str]] = (),
     resolved_links: dict[tuple[str, str], set[str]] | None = None,
     counts: ObservedNotes | None = None,
+    stated_keys: Mapping[str, Hashable] | None = None,
 ) -> tuple[list[ValueRow], list[ValueSupersession]]:
     """:func:`version_chains` from what each note says alone (``stated``: doc id -> its :class:`StatedValue` rows,
     ``link_targets_of``: path -> the targets of its wiki links) and the names of the whole vault. ``documents``:
     doc_id, path, title, doc_date, date_source, agent_authored. ``resolved_links``: the wiki links already resolved
-    against these notes' paths and titles ((target, folder) -> paths), filled in with the ones resolved here."""
+    against these notes' paths and titles ((target, folder) -> paths), filled in with the ones resolved here.
+    ``stated_keys``: per doc id, a key equal between runs only when the note's ``stated`` values are (the digest its
+    facts were derived at, with their settings): a note's kept observations are then found by it instead of by
+    comparing every value of every note."""
     table = config.table()
     titles = dict(zip(documents["doc_id"].astype(str), documents["title"], strict=True))
     for earlier, later in replaced_notes:
         if isinstance(titles.get(earlier), str) and isinstance(titles.get(later), str):
             names.join([_subject_title(titles[earlier]), _subject_title(titles[later])])
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
-    observed = _observations(stated, docs, table, config, names, counts)
+    observed = _observations(stated, docs, table, config, names, counts, stated_keys)
     # Only a chain of several notes asks whether one links to another.
     links = _links(documents, link_targets_of, {o.path for found in observed.values() if len(found) > 1 for o in found},
                    resolved_links)
@@ -353,6 +357,7 @@ def _observations(
     config: VersionConfig,
     names: Names,
     counts: ObservedNotes | None = None,
+    stated_keys: Mapping[str, Hashable] | None = None,
 ) -> dict[tuple[str, str], list[_Observation]]:
     series = _series_titles(docs)
     # Keys and their words repeat across notes: what the names say of each is asked once.
@@ -374,7 +379,8 @@ def _observations(
             if names_token is None:
                 found_here = _note_observations(doc_id, doc, title, values, asked)
             else:
-                inputs = (names_token, tuple(doc), title, tuple(values))
+                stated_key = tuple(values) if stated_keys is None else stated_keys[doc_id]
+                inputs = (names_token, tuple(doc), title, stated_key)
                 found_here = made(inputs, lambda: _note_observations(doc_id, doc, title, values, asked))  # noqa: B023
             for is_declared, key, observation in found_here:
                 if is_declared:
