@@ -38,38 +38,61 @@ def watch(
     ``on_build`` hears each build's outcome and its wall time in seconds."""
     builds, built_revision = 0, None
     planned = PlanSettings.of(home, settings.extractor, settings.embedder)
-    while settings.max_builds is None or builds < settings.max_builds:
-        revision = _revision(home)
-        plan = None if builds == 0 else _vault_changes(home, vault, planned)
-        # A document that only waits for its extraction (one that failed) builds with the next change, not in a loop.
-        if builds == 0 or revision != built_revision or (plan is not None and plan.files_changed):
-            # One collection per build, ours, after it: the collector stays off until then.
-            with collector_off():
+    collections = Collections()
+    # The collector stays off while the watcher runs: it collects itself (``Collections``), not in the middle of a
+    # build, and not between a note saved and its build.
+    with collector_off():
+        while settings.max_builds is None or builds < settings.max_builds:
+            revision = _revision(home)
+            plan = None if builds == 0 else _vault_changes(home, vault, planned)
+            # A document that only waits for its extraction (one that failed) builds with the next change, not in a
+            # loop.
+            if builds == 0 or revision != built_revision or (plan is not None and plan.files_changed):
                 started = time.perf_counter()
                 outcome = run_build(home, vault, extractor=settings.extractor, embedder=settings.embedder, plan=plan)
                 # The verdicts as they were when the build started (a verdict recorded during it builds again); a
                 # first build creates the decisions store, which is no verdict.
                 builds, built_revision = builds + 1, revision if revision is not None else _revision(home)
                 on_build(outcome, time.perf_counter() - started)
-                _collect(builds)
-        else:
-            time.sleep(settings.interval_s)
+                if collections.built():
+                    collections.collect()
+            elif collections.due():
+                collections.collect()  # then look again at once: a note may have been saved meanwhile
+            else:
+                time.sleep(settings.interval_s)
     return builds
 
 
-def _collect(builds: int) -> None:
-    """The cycles the build left (it ran with the collector off), before waiting for the next. What survives is
-    frozen (``gc.freeze``), so the next collection walks only what the next build made, not the millions of objects
-    a resident builder keeps (with this and the plan handed to the build, the watcher's share of a 100,000-note edit
-    went from 7.8-9.6 s to 2.8-5.9 s; the collection was not timed alone); every ``FULL_COLLECTION_EVERY`` builds
-    the kept objects are walked too, for the cycles among what was kept and then let go."""
-    if builds % FULL_COLLECTION_EVERY == 0:
-        gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+@dataclass
+class Collections:
+    """When the watcher walks what its builds made (it keeps the collector off): when a look at the vault finds
+    nothing to build, so that a note saved right after a build does not wait for the walk (2-4 s after a 100,000-note
+    edit), and at the latest after ``at_most_uncollected`` builds in a row. What survives a collection is frozen
+    (``gc.freeze``), so the next walks only what later builds made, not the millions of objects a resident builder
+    keeps; every ``full_every``-th collection walks the frozen objects too, for the cycles among what was kept and
+    then let go. A build leaves few cycles (a full collection after one finds 20-900 objects), so waiting a few
+    builds costs little memory."""
 
+    at_most_uncollected: int = 3
+    full_every: int = 20
+    uncollected: int = 0  # builds since the last collection
+    collected: int = 0
 
-FULL_COLLECTION_EVERY = 20
+    def built(self) -> bool:
+        """Count a build; whether to collect now."""
+        self.uncollected += 1
+        return self.uncollected >= self.at_most_uncollected
+
+    def due(self) -> bool:
+        return self.uncollected > 0
+
+    def collect(self) -> None:
+        self.collected += 1
+        if self.collected % self.full_every == 0:
+            gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        self.uncollected = 0
 
 
 def _vault_changes(home: Home, vault: Path, planned: PlanSettings) -> ChangePlan | None:

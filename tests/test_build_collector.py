@@ -33,3 +33,22 @@ def test_freeze_after_leaves_what_the_block_made_to_no_collection() -> None:
         assert gc.isenabled() and gc.get_freeze_count() >= before + len(made)
     finally:
         gc.unfreeze()
+
+
+def test_the_watcher_collects_when_idle_and_at_the_latest_after_a_few_builds() -> None:
+    from pipelines.watch import Collections
+
+    collections = Collections(at_most_uncollected=3, full_every=2)
+    assert not collections.due()  # nothing built: nothing to walk while idle
+    assert not collections.built() and not collections.built()  # builds in a row: no walk between them
+    assert collections.due()  # the next look that finds nothing to build walks what they made
+    frozen = gc.get_freeze_count()
+    try:
+        kept = [[number] for number in range(1_000)]
+        collections.collect()
+        assert not collections.due() and gc.get_freeze_count() >= frozen + len(kept)  # what survived is frozen
+        assert not collections.built() and not collections.built() and collections.built()  # the third in a row
+        collections.collect()  # the second collection: a full one, the frozen objects walked and frozen again
+        assert collections.collected == 2 and gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()
