@@ -23,7 +23,8 @@ from assets.resources import EngramStores
 from assets.retrieval import document_embeddings, retrieval_index
 from engramrag.embed.base import EmbeddingServerError
 from engramrag.embed.hashing import HashEmbedder
-from engramrag.retrieve import IndexMissing, Retriever, search
+from engramrag.retrieve import IndexMissing, Retriever, index_build, search
+from engramrag.retrieve.config import IndexConfig
 from engramrag.retrieve.context import AUTO_TURN_NOTICE
 from engramrag.retrieve.index_build import ENTITY_DENSITY, ENTITY_VECTORS, NEIGHBOURS, build_retrieval_index
 from engramrag.retrieve.published_index import current_index
@@ -233,6 +234,18 @@ def test_index_follows_an_edit_and_a_delete(tmp_path: Path) -> None:
         assert rebuilt != untouched
         for name in (ENTITY_VECTORS, ENTITY_DENSITY, NEIGHBOURS):
             assert (rebuilt / name).stat().st_ino == (untouched / name).stat().st_ino, name
+        # The next build of this process compares against the entity files it wrote, kept in memory; read back from
+        # the files they are the same.
+        remembered = index_build._previous_neighbours(rebuilt, HashEmbedder(), IndexConfig())
+        index_build._resident_entities.clear()
+        read = index_build._previous_neighbours(rebuilt, HashEmbedder(), IndexConfig())
+        assert remembered is not None and read is not None
+        entities = json.loads((rebuilt / "manifest.json").read_text())["entities"]
+        assert remembered[1] == read[1] and len(read[1]) == entities > 0
+        assert np.array_equal(remembered[2], read[2])
+        assert np.array_equal(remembered[0].indices, read[0].indices)
+        assert np.array_equal(remembered[0].similarities, read[0].similarities)
+        assert not isinstance(remembered[2], np.memmap) and isinstance(read[2], np.memmap)
         opened = Retriever.open(home)
         try:
             assert docs(opened.search("Grafana dashboards", k=3))
