@@ -894,7 +894,7 @@ def test_documents_per_node_count_each_note_once_as_dropping_duplicate_rows_does
 def test_most_common_values_and_wordings_are_the_pandas_group_bys() -> None:
     # Issue 16: counted as numbers (a pandas group-by, sort and drop per column took 1.2 s at 100,000 notes). The
     # expected values are the pandas computations they replace.
-    from engramrag.retrieve.index_graph import _most_common, _wordings
+    from engramrag.retrieve.index_graph import _most_common, _wordings, value_runs
 
     generator = np.random.default_rng(11)
     words = ["Postgres", "postgres", "PostgreSQL", "Minji", "minji", "Lance", "Falcon"]
@@ -912,14 +912,43 @@ def test_most_common_values_and_wordings_are_the_pandas_group_bys() -> None:
                 .sort_values(["node", "count", "first"], ascending=[True, False, True]).drop_duplicates("node")
             )  # fmt: skip
             expected = pd.Series(counted[column].tolist(), index=counted["node"].tolist()).reindex(range(nodes))
-            found = _most_common(frame, column, nodes)
+            found = _most_common(value_runs(frame, column), nodes)
             assert [None if v != v else v for v in found] == [None if v != v else v for v in expected.tolist()]
         wordings: list[list[str]] = [[] for _ in range(nodes)]
         distinct = frame.drop_duplicates(["node", "label"])
         for node, label in zip(distinct["node"].tolist(), distinct["label"].tolist(), strict=True):
             wordings[node].append(label)
-        assert _wordings(frame, nodes) == wordings
+        assert _wordings(value_runs(frame, "label"), nodes) == wordings
         assert any(len(listed) > 1 for listed in wordings) or size < 1000  # a merged node has several wordings
+
+
+def test_a_nodes_vector_is_that_of_its_first_mention_whose_label_is_stored() -> None:
+    # Issue 16: read off the labels' runs (one sort shared with the wordings and the most common label), not a sort of
+    # the mentions of their own; the expected vectors are the rule's loop over the mentions.
+    from engramrag.retrieve.index_graph import StoredLabels, _node_vectors, value_runs
+
+    generator = np.random.default_rng(12)
+    words = ["Postgres", "postgres", "PostgreSQL", "Minji", "minji", "Lance", "Falcon", "Heron"]
+    texts = ["Falcon", "postgres", "Minji", "Lance", "PostgreSQL", "minji"]  # no vector for Heron, nor for Postgres
+    matrix = generator.normal(size=(len(texts), 4)).astype(np.float32)
+    row_of = {text: row for row, text in enumerate(texts)}
+    for size, nodes in ((5000, 60), (60, 15)):
+        frame = pd.DataFrame({"node": generator.integers(0, nodes, size), "label": generator.choice(words, size)})
+        expected: dict[int, int] = {}
+        for node, label in zip(frame["node"].tolist(), frame["label"].tolist(), strict=True):
+            if node not in expected and label in row_of:
+                expected[node] = row_of[label]
+        frame = frame[frame["node"].isin(list(expected))]  # nodes named only by labels without a vector: below
+        numbering = {node: number for number, node in enumerate(sorted(expected))}
+        frame = frame.assign(node=frame["node"].map(numbering), label=frame["label"].astype("category"))
+        found = _node_vectors(value_runs(frame, "label"), StoredLabels(texts, matrix), list(map(str, numbering)),
+                              len(numbering))  # fmt: skip
+        assert np.array_equal(found, matrix[[expected[node] for node in sorted(expected)]])
+        # Some node's first mention has no vector: its vector is that of a later mention.
+        assert any(label not in row_of for label in frame.groupby("node", observed=True)["label"].first().tolist())
+    unnamed = pd.DataFrame({"node": [0, 1, 1], "label": pd.Series(["Falcon", "Heron", "Postgres"], dtype="category")})
+    with pytest.raises(RuntimeError, match="1 entity labels have no vector"):
+        _node_vectors(value_runs(unnamed, "label"), StoredLabels(texts, matrix), ["falcon", "heron"], 2)
 
 
 def test_the_label_numbering_is_kept_for_the_same_labels_and_clusters_only() -> None:

@@ -90,7 +90,8 @@ def _assembled(
 
     documents = _documents_per_node(in_passage, entity_count)
     specificity = [node_specificity(count, len(passage_docs)) for count in documents]
-    matrix = _node_vectors(mentions, label_vectors, node_keys, entity_count)
+    labels = value_runs(mentions, "label")  # one sort for the wordings, the most common label and the vectors
+    matrix = _node_vectors(labels, label_vectors, node_keys, entity_count)
 
     mention_lo, mention_hi, mention_weight = _mention_edges(in_passage, specificity, config)
     statement_rows, numbering = _statement_rows(tables, mentions, node_keys, tables["clusters"], passage_node)
@@ -117,7 +118,7 @@ def _assembled(
         ],
     )
 
-    wordings = _wordings(mentions, entity_count)
+    wordings = _wordings(labels, entity_count)
     wording_terms = wording_terms or WordingTerms()
     inputs = (tuple(node_keys), tuple(map(tuple, wordings)))
     with _NODE_TERMS.run() as made:  # the same nodes and wordings as the last build: its terms (2.5 s at 100,000)
@@ -128,8 +129,8 @@ def _assembled(
     return {
         "entity_count": entity_count,
         "node_keys": node_keys,
-        "labels": _most_common(mentions, "label", entity_count),
-        "kinds": _most_common(mentions, "kind", entity_count),
+        "labels": _most_common(labels, entity_count),
+        "kinds": _most_common(value_runs(mentions, "kind"), entity_count),
         "mentions": np.bincount(mentions["node"].to_numpy(), minlength=entity_count).tolist(),
         "documents": documents,
         "specificity": specificity,
@@ -225,27 +226,25 @@ class StoredLabels:
 
 
 def _node_vectors(
-    mentions: pd.DataFrame, label_vectors: Mapping[str, np.ndarray] | StoredLabels, node_keys: list[str],
-    entity_count: int,
-) -> np.ndarray:  # fmt: skip
-    """Each node's vector: that of the first of its mentions whose label has a stored vector, taken in one gather
-    (a dict of 200,000 vectors stacked row by row took 2 s at 100,000 notes)."""
+    labels: ValueRuns, label_vectors: Mapping[str, np.ndarray] | StoredLabels, node_keys: list[str], entity_count: int
+) -> np.ndarray:
+    """Each node's vector: that of the first of its mentions whose label has a stored vector (``labels``: the
+    mentions' ``value_runs`` of their labels: that mention is the first of its (node, label) pair), taken in one
+    gather (a dict of 200,000 vectors stacked row by row took 2 s at 100,000 notes)."""
     if not isinstance(label_vectors, StoredLabels):
         texts = list(label_vectors)
         stacked = np.stack([label_vectors[text] for text in texts]) if texts else np.zeros((0, 1))
         label_vectors = StoredLabels(texts, stacked)
-    labels = mentions["label"]
-    # Every category looked up, those no row holds too (dropping them took 1.4 s at 100,000 notes).
-    labels = labels if isinstance(labels.dtype, pd.CategoricalDtype) else _categories(labels)
-    inputs = (tuple(label_vectors.texts), tuple(labels.cat.categories.tolist()))
+    inputs = (tuple(label_vectors.texts), tuple(labels.names))
     with _LABEL_ROWS.run() as made:  # the same labels and stored texts as the last build: its rows (1.5 s at 100,000)
         row_of_label = made(inputs, lambda: _label_rows(*inputs))
-    codes = labels.cat.codes.to_numpy()
-    row = np.where(codes >= 0, np.append(row_of_label, -1)[codes], -1)
-    stored = row >= 0
-    nodes, first, _ = key_runs(mentions["node"].to_numpy().astype(np.int64)[stored])
+    row = np.append(row_of_label, -1)[labels.code]  # per pair (code -1, no label: the appended -1)
+    stored = np.flatnonzero(row >= 0)
+    by_node = stored[np.lexsort((labels.first[stored], labels.node[stored]))]  # per node, the first seen first
+    chosen = by_node[np.concatenate(([True], labels.node[by_node][1:] != labels.node[by_node][:-1]))]
     row_of_node = np.full(entity_count, -1, dtype=np.int64)
-    row_of_node[nodes] = row[stored][first]
+    if len(by_node):
+        row_of_node[labels.node[chosen]] = row[chosen]
     missing = np.flatnonzero(row_of_node < 0)
     if len(missing):
         raise RuntimeError(
@@ -408,39 +407,49 @@ def _sorted_with_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return combined, rows
 
 
-def _most_common(mentions: pd.DataFrame, column: str, entity_count: int) -> list[str]:
-    """Per node, the value of ``column`` its mentions carry most often (the first seen among equals), counted as
-    numbers: distinct (node, value) pairs with their counts and first rows (a pandas group-by and sort took 1.2 s per
-    column at 100,000 notes)."""
-    nodes, codes, names = _node_value_codes(mentions, column)
+@dataclass(frozen=True)
+class ValueRuns:
+    """The distinct (node, value) pairs of one column of the mentions, sorted by node and then by value code: each
+    pair's node, value code (-1: none), first mention row and number of mentions, and the values by code. One packed
+    sort of the mentions (``key_runs``) answers every per-node question about that column: the labels' were sorted
+    three times per build (45 ms a sort at 10,000 notes, about 0.45 s at 100,000)."""
+
+    node: np.ndarray
+    code: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    names: list
+
+
+def value_runs(mentions: pd.DataFrame, column: str) -> ValueRuns:
+    """The (node, value) runs of ``column`` of ``mentions`` (rows with ``node``; the column a category or not)."""
+    values = _categories(mentions[column])
+    nodes = mentions["node"].to_numpy().astype(np.int64)
+    codes = values.cat.codes.to_numpy().astype(np.int64)
+    names = values.cat.categories.tolist()
     width = np.int64(len(names) + 1)
-    pairs, first, counts = key_runs(nodes * width + (codes + 1))
-    pair_node = pairs // width
-    order = np.lexsort((first, -counts, pair_node))  # by node, the most frequent first, then the first seen
-    best = order[np.concatenate(([True], pair_node[order][1:] != pair_node[order][:-1]))] if len(order) else order
+    pairs, first, count = key_runs(nodes * width + (codes + 1))
+    return ValueRuns(pairs // width, pairs % width - 1, first, count, names)
+
+
+def _most_common(runs: ValueRuns, entity_count: int) -> list[str]:
+    """Per node, the value its mentions carry most often (the first seen among equals), counted as numbers (a pandas
+    group-by and sort took 1.2 s per column at 100,000 notes); NaN for a node without one."""
+    order = np.lexsort((runs.first, -runs.count, runs.node))  # by node, the most frequent first, then the first seen
+    best = order[np.concatenate(([True], runs.node[order][1:] != runs.node[order][:-1]))] if len(order) else order
     found: list = [np.nan] * entity_count
-    for node, code in zip(pair_node[best].tolist(), (pairs[best] % width - 1).tolist(), strict=True):
-        found[node] = names[code] if code >= 0 else np.nan
+    for node, code in zip(runs.node[best].tolist(), runs.code[best].tolist(), strict=True):
+        found[node] = runs.names[code] if code >= 0 else np.nan
     return found
 
 
-def _wordings(mentions: pd.DataFrame, entity_count: int) -> list[list[str]]:
-    """Per node, its distinct labels in the order they were first seen."""
-    nodes, codes, names = _node_value_codes(mentions, "label")
-    width = np.int64(len(names) + 1)
-    _, first, _ = key_runs(nodes * width + (codes + 1))
-    first.sort()
+def _wordings(runs: ValueRuns, entity_count: int) -> list[list[str]]:
+    """Per node, its distinct labels (``runs`` of the labels) in the order they were first seen."""
+    order = np.argsort(runs.first, kind="stable")
     wordings: list[list[str]] = [[] for _ in range(entity_count)]
-    for node, code in zip(nodes[first].tolist(), codes[first].tolist(), strict=True):
-        wordings[node].append(names[code] if code >= 0 else np.nan)
+    for node, code in zip(runs.node[order].tolist(), runs.code[order].tolist(), strict=True):
+        wordings[node].append(runs.names[code] if code >= 0 else np.nan)
     return wordings
-
-
-def _node_value_codes(mentions: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, list]:
-    """Each mention's node and the code of its ``column`` value (-1 for none), and the values by code."""
-    values = _categories(mentions[column])
-    return (mentions["node"].to_numpy().astype(np.int64), values.cat.codes.to_numpy().astype(np.int64),
-            values.cat.categories.tolist())  # fmt: skip
 
 
 def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
