@@ -7,7 +7,11 @@ the graph, the label vectors and neighbour lists and the whole-note BM25's array
 meant to be faster only passes when every run's index equals the one before it.
 
     git worktree add /tmp/baseline <commit>
-    python -m eval.index_rebuild HOME --baseline /tmp/baseline [--rounds 2]
+    python -m eval.index_rebuild HOME --baseline /tmp/baseline [--rounds 2] [--resident 6]
+
+``--resident N``: each run rebuilds N times in its process, as ``engram watch`` builds again and again (the collector
+off, as in a build), and its time is the median of the rebuilds after the second: what an edit's index step costs a
+resident builder, its kept rows and lists in memory.
 
 HOME is a built home, e.g. one kept by ``python -m eval.build_benchmark --sizes 10000 --keep DIR``; each run
 publishes a new index version in it (the step keeps the two latest).
@@ -18,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,17 +34,23 @@ from typing import Any
 from eval.build_benchmark import REPOSITORY, machine, parse_json_output, run_measured
 
 ONE_RUN = """
-import json, sys, time
+import gc, json, statistics, sys, time
 from pathlib import Path
 from engramrag.embed.registry import make_embedder
 from engramrag.retrieve.index_build import build_retrieval_index
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig, configured_bucket_count
-started = time.perf_counter()
-summary = build_retrieval_index(Home(Path(sys.argv[1])), VaultConfig(bucket_count=configured_bucket_count()),
-                                make_embedder(), force=True)
-print(json.dumps({"seconds": time.perf_counter() - started, "version": summary.version, "edges": summary.edges,
-                  "passages": summary.passages}))
+repeats = int(sys.argv[2])
+if repeats > 1:
+    gc.disable()  # as a resident builder builds (pipelines.build.collector_off)
+each = []
+for _ in range(repeats):
+    started = time.perf_counter()
+    summary = build_retrieval_index(Home(Path(sys.argv[1])), VaultConfig(bucket_count=configured_bucket_count()),
+                                    make_embedder(), force=True)
+    each.append(time.perf_counter() - started)
+print(json.dumps({"seconds": statistics.median(each[2:] or each), "each_s": each, "version": summary.version,
+                  "edges": summary.edges, "passages": summary.passages}))
 """
 
 COMPARE = """
@@ -82,10 +94,12 @@ print(json.dumps(different))
 """
 
 
-def measured_run(tree: Path, home: Path) -> dict[str, Any]:
-    """One forced rebuild with ``tree`` first on the path: wall and peak memory of that process alone."""
+def measured_run(tree: Path, home: Path, repeats: int = 1) -> dict[str, Any]:
+    """One process with ``tree`` first on the path that rebuilds (forced) ``repeats`` times: wall and peak memory of
+    that process alone."""
     with tempfile.TemporaryDirectory() as logs:
-        measured = run_measured([sys.executable, "-c", ONE_RUN, str(home)], Path(logs) / "rebuild", cwd=tree,
+        command = [sys.executable, "-c", ONE_RUN, str(home), str(repeats)]
+        measured = run_measured(command, Path(logs) / "rebuild", cwd=tree,
                                 env={**os.environ, "PYTHONPATH": str(tree)})  # fmt: skip
     if measured["exit_code"] != 0:
         raise RuntimeError(f"the rebuild with {tree} failed: {measured['stderr'][-2000:]}")
@@ -93,48 +107,60 @@ def measured_run(tree: Path, home: Path) -> dict[str, Any]:
     return {**result, "wall_s": measured["wall_s"], "peak_rss_mib": measured["peak_rss_mib"]}
 
 
-def differences(home: Path, before: str, after: str) -> list[str]:
-    folder = home / "ppr"
-    done = subprocess.run([sys.executable, "-c", COMPARE, str(folder / before), str(folder / after)],
+def differences(before: Path, after: Path) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", COMPARE, str(before), str(after)],
                           capture_output=True, text=True, check=True, cwd=REPOSITORY)  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def kept_home_arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
+def kept_home_arguments(description: str, argv: list[str] | None, resident: bool = False) -> argparse.Namespace:
     """The options of a step timed on a kept home (this module's and ``eval.timeline_rebuild``'s): the home, a
-    baseline source tree, the rounds and where the result goes."""
+    baseline source tree, the rounds and where the result goes; ``resident``: also how many times a run rebuilds in
+    its process."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("home", type=Path)
     parser.add_argument("--baseline", type=Path, help="Another source tree (a git worktree of an earlier commit).")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPOSITORY / "eval" / "results")
+    if resident:
+        parser.add_argument("--resident", type=int, default=1, metavar="N",
+                            help="Rebuilds per process; a run's time is the median of those after the second.")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = kept_home_arguments(__doc__.split("\n\n")[0], argv)
+    args = kept_home_arguments(__doc__.split("\n\n")[0], argv, resident=True)
     info = machine()
     print(f"machine: {info['platform']}; {info['cpu_count']} CPUs ({info.get('cpu_model', '?')}); "
           f"Python {info['python']}")
     trees = {"baseline": args.baseline, "this tree": REPOSITORY} if args.baseline else {"this tree": REPOSITORY}
     runs: list[dict[str, Any]] = []
+    # The index the run before published, copied: the step keeps only the two latest versions in the home.
+    previous = Path(tempfile.mkdtemp(prefix="index-rebuild-")) / "previous"
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            run = {"tree": name, "path": str(tree), **measured_run(tree.resolve(), args.home)}
+            run = {"tree": name, "path": str(tree), **measured_run(tree.resolve(), args.home, args.resident)}
+            published = args.home / "ppr" / run["version"]
             if runs:
-                run["differs_from_previous"] = differences(args.home, runs[-1]["version"], run["version"])
+                run["differs_from_previous"] = differences(previous, published)
+            shutil.rmtree(previous, ignore_errors=True)
+            shutil.copytree(published, previous)
             runs.append(run)
             compared = run.get("differs_from_previous")
             print(f"{name:>10}: {run['seconds']:7.2f} s in the step, {run['wall_s']:7.2f} s wall, peak "
                   f"{run['peak_rss_mib']:,.0f} MiB; " + ("(the first run)" if compared is None else
                   "same index as the run before" if not compared else f"DIFFERS: {compared}"))
     best = {name: min(r["seconds"] for r in runs if r["tree"] == name) for name in trees}
-    print("best: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in best.items()))
+    median = {name: statistics.median(r["seconds"] for r in runs if r["tree"] == name) for name in trees}
+    print("best: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in best.items()) + "; median: "
+          + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in median.items()))
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / f"index-rebuild-{date.today().isoformat()}-{runs[0].get('passages', 0)}.json"
     target.write_text(json.dumps({"benchmark": "index_rebuild", "home": str(args.home), "machine": info,
-                                  "runs": runs, "best_s": best}, indent=2))  # fmt: skip
+                                  "resident": args.resident, "runs": runs, "best_s": best, "median_s": median},
+                                 indent=2))  # fmt: skip
     print(f"wrote {target}")
+    shutil.rmtree(previous.parent, ignore_errors=True)
     same = all(not r.get("differs_from_previous") for r in runs)
     return 0 if same else 1
 
