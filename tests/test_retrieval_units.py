@@ -946,6 +946,9 @@ def test_a_nodes_vector_is_that_of_its_first_mention_whose_label_is_stored() -> 
         assert np.array_equal(found, matrix[[expected[node] for node in sorted(expected)]])
         # Some node's first mention has no vector: its vector is that of a later mention.
         assert any(label not in row_of for label in frame.groupby("node", observed=True)["label"].first().tolist())
+    nothing = pd.DataFrame({"node": pd.Series([], dtype=np.int64), "label": pd.Series([], dtype="category")})
+    assert _node_vectors(value_runs(nothing, "label"), StoredLabels([], np.zeros((0, 4))), [], 0).shape[0] == 0
+    assert _node_vectors(value_runs(nothing, "label"), StoredLabels(texts, matrix), [], 0).shape[0] == 0
     unnamed = pd.DataFrame({"node": [0, 1, 1], "label": pd.Series(["Falcon", "Heron", "Postgres"], dtype="category")})
     with pytest.raises(RuntimeError, match="1 entity labels have no vector"):
         _node_vectors(value_runs(unnamed, "label"), StoredLabels(texts, matrix), ["falcon", "heron"], 2)

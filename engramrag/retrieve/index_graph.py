@@ -241,9 +241,9 @@ def _node_vectors(
     row = np.append(row_of_label, -1)[labels.code]  # per pair (code -1, no label: the appended -1)
     stored = np.flatnonzero(row >= 0)
     by_node = stored[np.lexsort((labels.first[stored], labels.node[stored]))]  # per node, the first seen first
-    chosen = by_node[np.concatenate(([True], labels.node[by_node][1:] != labels.node[by_node][:-1]))]
     row_of_node = np.full(entity_count, -1, dtype=np.int64)
     if len(by_node):
+        chosen = by_node[np.concatenate(([True], labels.node[by_node][1:] != labels.node[by_node][:-1]))]
         row_of_node[labels.node[chosen]] = row[chosen]
     missing = np.flatnonzero(row_of_node < 0)
     if len(missing):
