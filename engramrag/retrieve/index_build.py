@@ -188,8 +188,9 @@ def _previous_neighbours(
 class _ResidentEntities:
     """The node keys, label vectors and neighbour lists this process wrote last into a home's indexes, and the stamps
     of their files then: the next build of a resident process (``engram watch``) compares against these in memory
-    while the published index's files are those (reading the keys back from DuckDB and the vectors from disk took
-    0.1-0.2 s of every edit at 10,000 notes); files another process wrote have other stamps and are read."""
+    while the published index's files are those (reading and updating the lists took 97 ms with the keys read back
+    from DuckDB and the vectors from disk, 50 ms from memory, at 10,000 notes); files another process wrote have
+    other stamps and are read."""
 
     stamps: tuple[tuple[int, int, int] | None, ...]
     keys: list[str]
