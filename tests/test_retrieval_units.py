@@ -982,3 +982,18 @@ def test_key_runs_are_numpys_unique_with_first_rows_and_counts() -> None:
                 np.zeros(0, dtype=np.int64), np.array([7])):
         found, expected = key_runs(key), np.unique(key, return_index=True, return_counts=True)
         assert all(np.array_equal(a, b) for a, b in zip(found, expected, strict=True))
+
+
+def test_per_distinct_gives_the_scalar_formula_to_the_bit() -> None:
+    import math
+
+    from engramrag.retrieve.index_graph import node_specificity, per_distinct
+
+    counts = [3, 1, 3, 250, 7, 1, 9_999]
+    specificity = per_distinct(counts, lambda count: node_specificity(count, 10_000))
+    assert specificity.tolist() == [node_specificity(count, 10_000) for count in counts]
+    damping = per_distinct(specificity, lambda value: value**0.75)
+    assert damping.tolist() == [value**0.75 for value in specificity.tolist()]
+    logs = per_distinct([0, 5, 5, 2], lambda count: 1.0 + math.log(max(1, count)))
+    assert logs.tolist() == [1.0, 1.0 + math.log(5), 1.0 + math.log(5), 1.0 + math.log(2)]
+    assert per_distinct([], float).shape == (0,)

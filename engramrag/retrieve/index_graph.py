@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -89,7 +89,7 @@ def _assembled(
     in_passage = mentions[mentions["passage"].notna()]
 
     documents = _documents_per_node(in_passage, entity_count)
-    specificity = [node_specificity(count, len(passage_docs)) for count in documents]
+    specificity = per_distinct(documents, lambda count: node_specificity(count, len(passage_docs)))
     labels = value_runs(mentions, "label")  # one sort for the wordings, the most common label and the vectors
     matrix = _node_vectors(labels, label_vectors, node_keys, entity_count)
 
@@ -279,16 +279,15 @@ def _documents_per_node(in_passage: pd.DataFrame, entity_count: int) -> list[int
 
 
 def _mention_edges(
-    in_passage: pd.DataFrame, specificity: list[float], config: IndexConfig
+    in_passage: pd.DataFrame, specificity: np.ndarray, config: IndexConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Entity–passage edges, one per mention row: a note that names an entity often is more about it than one
     naming it once (as author, say); the entity a note is about (its title) weighs more; an entity named in a
     large share of the notes (a chat's speakers, the team's own name) carries little of the walk."""
     counts = in_passage["count"].to_numpy()
     # math.log and Python's power, once per distinct value, so the weights are those of the scalar formula.
-    log_of = {int(c): 1.0 + math.log(max(1, int(c))) for c in np.unique(counts)}
-    damping = np.array([value**config.mention_specificity_exponent for value in specificity], dtype=np.float64)
-    weight = config.mention_edge_weight * pd.Series(counts).map(log_of).to_numpy(dtype=np.float64)
+    damping = per_distinct(specificity, lambda value: value**config.mention_specificity_exponent)
+    weight = config.mention_edge_weight * per_distinct(counts, lambda count: 1.0 + math.log(max(1, count)))
     title = (in_passage["entity_key"] == DOCUMENT_KEY).to_numpy()
     weight = np.where(title, weight * config.title_edge_weight, weight)
     nodes = in_passage["node"].to_numpy()
@@ -472,6 +471,14 @@ def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
             )
             values[row], sources[row] = (found.value, found.source) if found else (None, None)
     return {"valid_from": values, "valid_from_source": sources}
+
+
+def per_distinct(values: Sequence[int] | Sequence[float] | np.ndarray, formula: Callable[[Any], float]) -> np.ndarray:
+    """``formula`` of each of ``values`` as a float64 array, the scalar formula computed once per distinct value (as a
+    Python int or float): the same values to the bit as a call per value, which for the 37,000 nodes' specificity
+    and damping took 60 ms of every index at 10,000 notes."""
+    distinct, inverse = np.unique(np.asarray(values), return_inverse=True)
+    return np.array([formula(value) for value in distinct.tolist()], dtype=np.float64)[inverse.reshape(-1)]
 
 
 def node_specificity(documents: int, total: int) -> float:
