@@ -7,7 +7,7 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +26,7 @@ from engramrag.store import Home
 from engramrag.vault.config import VaultConfig, configured_bucket_count
 from engramrag.vault.ids import bucket_key
 from pipelines.build_lock import build_lock, process_alive
-from pipelines.instance import open_instance
+from pipelines.instance import KeptInstance, open_instance
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +49,15 @@ def run_build(
     embedder: str | None = None,
     extraction: ExtractionConfig | None = None,
     plan: ChangePlan | None = None,
+    instance: KeptInstance | None = None,
 ) -> BuildOutcome:
     """Plan, then materialise the lifecycle through Dagster in this process, recorded in the home's instance.
     One build at a time per home: a build started while another runs waits for it, and says so once. ``plan``: the
     changes the caller found a moment ago (``PlanSettings.changes`` of the same settings; ``engram watch``: looking
-    at a 100,000-note vault again took 4.6 s); a change made since is found by the caller's next look."""
+    at a 100,000-note vault again took 4.6 s); a change made since is found by the caller's next look. ``instance``:
+    the home's instance as a resident caller keeps it open between builds (else the build opens its own)."""
     with build_lock(home, on_wait=log.warning), collector_off():
-        return _run_build(home, vault, extractor, full, embedder, extraction, plan)
+        return _run_build(home, vault, extractor, full, embedder, extraction, plan, instance)
 
 
 def chosen_embedder(embedder: str | None) -> str:
@@ -116,6 +118,7 @@ def _run_build(
     embedder: str | None,
     extraction: ExtractionConfig | None,
     plan: ChangePlan | None = None,
+    kept: KeptInstance | None = None,
 ) -> BuildOutcome:
     extraction = extraction or ExtractionConfig()
     embedder = chosen_embedder(embedder)
@@ -168,7 +171,7 @@ def _run_build(
     )
 
     job = review_job if reviews_only else document_lifecycle_job
-    with open_instance(home) as instance:
+    with nullcontext(kept.get()) if kept is not None else open_instance(home) as instance:
         release_abandoned_runs(instance)
         # The named job, as the sensors and the schedule run it, so the UI's runs say what each build was.
         definitions = dg.Definitions(

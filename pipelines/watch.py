@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from engramrag.decisions.store import DecisionsStore
 from engramrag.lifecycle.plan import ChangePlan
 from engramrag.store import Home, StoreBusy
 from pipelines.build import BuildOutcome, PlanSettings, collector_off, run_build
+from pipelines.instance import KeptInstance
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,10 @@ def watch(
     builds, built_revision = 0, None
     planned = PlanSettings.of(home, settings.extractor, settings.embedder)
     collections = Collections()
+    instance = KeptInstance(home)
     # The collector stays off while the watcher runs: it collects itself (``Collections``), not in the middle of a
     # build, and not between a note saved and its build.
-    with collector_off():
+    with collector_off(), closing(instance):
         while settings.max_builds is None or builds < settings.max_builds:
             revision = _revision(home)
             plan = None if builds == 0 else _vault_changes(home, vault, planned)
@@ -49,7 +52,8 @@ def watch(
             # loop.
             if builds == 0 or revision != built_revision or (plan is not None and plan.files_changed):
                 started = time.perf_counter()
-                outcome = run_build(home, vault, extractor=settings.extractor, embedder=settings.embedder, plan=plan)
+                outcome = run_build(home, vault, extractor=settings.extractor, embedder=settings.embedder, plan=plan,
+                                    instance=instance)  # fmt: skip
                 # The verdicts as they were when the build started (a verdict recorded during it builds again); a
                 # first build creates the decisions store, which is no verdict.
                 builds, built_revision = builds + 1, revision if revision is not None else _revision(home)

@@ -55,3 +55,9 @@ def test_watch_builds_again_after_an_edit_and_a_verdict_and_not_while_nothing_ch
     with catalog_reader(Home.at(home)) as catalog:
         [(text,)] = catalog.execute("SELECT text FROM documents WHERE path = 'projects/heron.md'").fetchall()
     assert "moved to Thursday" in text
+    # The three builds went through the one instance the watcher kept open, and each is a run of its own in it.
+    from pipelines.instance import open_instance
+
+    with open_instance(Home.at(home)) as instance:
+        runs = instance.get_runs()
+    assert len(runs) == 3 and all(run.is_success for run in runs), [(run.run_id, run.status) for run in runs]
