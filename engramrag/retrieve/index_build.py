@@ -86,7 +86,7 @@ def build_retrieval_index(
                 return IndexSummary(
                     current.name, False, manifest["entities"], manifest["passages"], manifest["edges"], 0.0
                 )
-        progress = Progress("retrieval index", 4, every=1, min_interval_s=0.0)
+        progress = Progress("retrieval index", 4, every=1)
         same_format = current if current and _format_of(current) == FORMAT else None
         # The notes' terms are cut the same way since index format TERMS_SINCE (a change to the cutting raises it).
         cut_alike = current if current and TERMS_SINCE <= (_format_of(current) or 0) <= FORMAT else None
