@@ -8,9 +8,12 @@ run that raised keeps the run before it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Generic, TypeVar
+
+from engramrag.arrow_files import file_stamp
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -97,3 +100,30 @@ class LastKept(Generic[V]):
         while len(self._kept) >= self.size:
             self._kept.pop(next(iter(self._kept)))  # the file put longest ago
         self._kept[key] = value
+
+
+class FilesKept(Generic[V]):
+    """What a process wrote to files, kept with the files' stamps just after the write (``arrow_files.file_stamp``):
+    given back while every file still has its stamp (a file another process wrote, or wrote again, has another),
+    so a resident builder need not read back what it wrote itself. One value per key (a home's folder), for the
+    ``size`` keys put last (``LastKept``)."""
+
+    def __init__(self, size: int = 2) -> None:
+        self._kept: LastKept[tuple[tuple, V]] = LastKept(size)
+
+    def put(self, key: str, files: Sequence[Path], value: V) -> None:
+        self._kept.put(key, (_stamps(files), value))
+
+    def get(self, key: str, files: Sequence[Path]) -> V | None:
+        found = self._kept.get(key)
+        return found[1] if found is not None and found[0] == _stamps(files) else None
+
+    def pop(self, key: str) -> None:
+        self._kept.pop(key)
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+
+def _stamps(files: Sequence[Path]) -> tuple:
+    return tuple(file_stamp(path) for path in files)

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from engramrag.arrow_files import UNREADABLE, file_stamp, read_table, write_table
+from engramrag.arrow_files import UNREADABLE, read_table, write_table
 from engramrag.catalog.digests import note_digest
 from engramrag.revise.declarations import DeclaredReference
 from engramrag.revise.versions import StatedValue
+from engramrag.run_memo import FilesKept
 
 FILE = "notes.arrow"
 LINKS_FILE = "links.arrow"
@@ -77,9 +78,8 @@ class KeptNotes:
         process last read or wrote are not read again while the file is the one they match (its inode, size and
         time: every write replaces the file): 1-2 s of each edit at 100,000 notes in a resident builder."""
         path = folder / FILE
-        stamp = file_stamp(path)
-        remembered = _resident.kept
-        if stamp is not None and stamp == _resident.stamp and remembered is not None and remembered.context == context:
+        remembered = _resident.get(str(folder), (path,))
+        if remembered is not None and remembered.context == context:
             return remembered
         table = _read_table(path, context)
         try:
@@ -91,7 +91,7 @@ class KeptNotes:
             return cls(context, {}, {})
         ids, digests, facts = columns
         kept = cls(context, dict(zip(ids, digests, strict=True)), dict(zip(ids, facts, strict=True)), rows)
-        _resident.stamp, _resident.kept = stamp, kept
+        _resident.put(str(folder), (path,), kept)
         return kept
 
     def changed(self, digests: Mapping[str, str]) -> list[str]:
@@ -132,7 +132,7 @@ class KeptNotes:
         folder.mkdir(parents=True, exist_ok=True)
         rows = self.rows if self.rows is not None else _rows(self.context, sorted(self.facts), self.digests, self.facts)
         write_table(rows, folder / FILE)
-        _resident.stamp, _resident.kept = file_stamp(folder / FILE), self
+        _resident.put(str(folder), (folder / FILE,), self)
 
 
 ROW_COLUMNS = ["doc_id", "digest", "facts"]
@@ -175,15 +175,8 @@ def _rows(context: str, ids: list[str], digests: Mapping[str, str], facts: Mappi
     )
 
 
-@dataclass
-class _Resident:
-    """The rows this process last read from the file or wrote to it, and the file's identity then."""
-
-    stamp: tuple[int, int, int] | None = None
-    kept: KeptNotes | None = None
-
-
-_resident = _Resident()
+# Per timeline folder (a home's), the rows this process last read from the file or wrote to it.
+_resident: FilesKept[KeptNotes] = FilesKept()
 
 
 @dataclass

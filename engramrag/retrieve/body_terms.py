@@ -27,6 +27,7 @@ import pyarrow as pa
 from engramrag.arrow_files import UNREADABLE, read_table, write_table
 from engramrag.retrieve.lexical import terms
 from engramrag.retrieve.note_bm25 import stemmed
+from engramrag.run_memo import FilesKept
 
 FILE = "body_terms.npz"
 WORDINGS_FILE = "wording_terms.arrow"
@@ -226,6 +227,9 @@ class WordingTerms:
         path = folder / WORDINGS_FILE if folder is not None else None
         if path is None or not path.exists():
             return cls()
+        written = _wordings_written.get(str(folder.parent), (path,))
+        if written is not None:
+            return cls(written)  # what this process saved there (35 ms a build to read back at 10,000 notes)
         try:
             table = read_table(path)
             listed = table.column("terms").to_pylist()
@@ -255,3 +259,8 @@ class WordingTerms:
         table = pa.table({"text": pa.array(texts, pa.string()),
                           "terms": pa.array([list(self.used[text]) for text in texts], pa.list_(pa.string()))})
         write_table(table, folder / WORDINGS_FILE)
+        _wordings_written.put(str(folder.parent), (folder / WORDINGS_FILE,), dict(self.used))
+
+
+# Per folder of indexes (a home's), the wordings' terms this process saved last (never changed: ``known`` is only read).
+_wordings_written: FilesKept[dict[str, tuple[str, ...]]] = FilesKept()

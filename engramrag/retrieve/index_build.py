@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from engramrag.arrow_files import file_stamp
 from engramrag.catalog.connection import catalog_writer, read_arrow, read_frame, registered
 from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
@@ -36,7 +35,7 @@ from engramrag.retrieve.index_graph import EDGE_KINDS, StoredLabels, assemble_gr
 from engramrag.retrieve.kept_entities import entity_rows
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
-from engramrag.run_memo import LastKept, RunMemo, Same
+from engramrag.run_memo import FilesKept, RunMemo, Same
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 
@@ -174,8 +173,8 @@ def _previous_neighbours(
     same = (manifest.get("embedder"), manifest.get("index_config")) == (embedder.name, dataclasses.asdict(index_config))
     if not same or not NEIGHBOURS_SINCE <= (manifest.get("format") or 0) <= FORMAT:
         return None
-    resident = _resident_entities.get(str(folder.parent))
-    if resident is not None and resident.stamps == _entity_stamps(folder):
+    resident = _resident_entities.get(str(folder.parent), _entity_files(folder))
+    if resident is not None:
         return resident.neighbours, resident.keys, resident.vectors
     with duckdb.connect(str(folder / "index.duckdb"), read_only=True) as db:
         keys = [row[0] for row in db.execute("SELECT node_key FROM entity_nodes ORDER BY node").fetchall()]
@@ -186,23 +185,21 @@ def _previous_neighbours(
 
 @dataclass(frozen=True)
 class _ResidentEntities:
-    """The node keys, label vectors and neighbour lists this process wrote last into a home's indexes, and the stamps
-    of their files then: the next build of a resident process (``engram watch``) compares against these in memory
-    while the published index's files are those (reading and updating the lists took 97 ms with the keys read back
-    from DuckDB and the vectors from disk, 50 ms from memory, at 10,000 notes); files another process wrote have
-    other stamps and are read."""
+    """The node keys, label vectors and neighbour lists this process wrote last into a home's indexes: the next build
+    of a resident process (``engram watch``) compares against these in memory while the published index's files are
+    those (reading and updating the lists took 97 ms with the keys read back from DuckDB and the vectors from disk,
+    50 ms from memory, at 10,000 notes); files another process wrote have other stamps and are read."""
 
-    stamps: tuple[tuple[int, int, int] | None, ...]
     keys: list[str]
     vectors: np.ndarray
     neighbours: Neighbours
 
 
-_resident_entities: LastKept[_ResidentEntities] = LastKept()  # per folder of indexes (a home's)
+_resident_entities: FilesKept[_ResidentEntities] = FilesKept()  # per folder of indexes (a home's)
 
 
-def _entity_stamps(folder: Path) -> tuple[tuple[int, int, int] | None, ...]:
-    return tuple(file_stamp(folder / name) for name in ("index.duckdb", ENTITY_VECTORS, NEIGHBOURS))
+def _entity_files(folder: Path) -> tuple[Path, ...]:
+    return tuple(folder / name for name in ("index.duckdb", ENTITY_VECTORS, NEIGHBOURS))
 
 
 def _keep_entities(folder: Path, graph: dict[str, Any]) -> None:
@@ -212,8 +209,8 @@ def _keep_entities(folder: Path, graph: dict[str, Any]) -> None:
         _resident_entities.pop(str(folder.parent))
         return
     vectors.setflags(write=False)
-    kept = _ResidentEntities(_entity_stamps(folder), list(graph["node_keys"]), vectors, graph["neighbours"].neighbours)
-    _resident_entities.put(str(folder.parent), kept)
+    kept = _ResidentEntities(list(graph["node_keys"]), vectors, graph["neighbours"].neighbours)
+    _resident_entities.put(str(folder.parent), _entity_files(folder), kept)
 
 
 def _same_entity_files(previous: tuple[Neighbours, list[str], np.ndarray] | None, graph: dict[str, Any]) -> bool:
