@@ -100,7 +100,11 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _build_sources(watch)
     watch.add_argument("--interval", type=float, default=2.0,
-                       help="Seconds between two looks at the vault when nothing changed (default 2).")
+                       help="Seconds between two looks for new verdicts, and between two looks at the vault with "
+                       "--poll (default 2).")
+    watch.add_argument("--poll", action="store_true",
+                       help="Look at the vault every --interval seconds instead of when the system reports a changed "
+                       "file (for a vault on a network drive, whose changes the system may not report).")
     watch.add_argument("--max-builds", type=int, default=None, help="Stop after this many builds.")
     watch.set_defaults(handler=_watch)
 
@@ -297,7 +301,7 @@ def _watch(args: argparse.Namespace) -> int:
 
     vault = Path(vault_dir).expanduser().resolve()
     print(f"watching {vault} for {home.root} (Ctrl-C to stop)", flush=True)
-    settings = WatchSettings(args.extractor, args.embedder, args.interval, args.max_builds)
+    settings = WatchSettings(args.extractor, args.embedder, args.interval, args.max_builds, os_events=not args.poll)
     try:
         with progress_display(enabled=sys.stderr.isatty()):
             watch(home, vault, settings, report)

@@ -4,7 +4,8 @@ A fresh ``engram build`` process pays about 6-10 s at 10,000 notes before and ar
 (importing Dagster, LanceDB and great-expectations, opening the instance); a process that stays up pays that
 once. Measured on a 10,000-note home (README, "Session 34"): one edit took 33.6-34.3 s through ``engram build``
 and 25.3 s as a later build of one process. Changes are found the way the vault sensor finds
-them (``plan_changes``: size and modification time, then the hash), and a verdict recorded or undone counts too;
+them (``plan_changes``: size and modification time, then the hash), looked for when the system reports a file of the
+vault written (``pipelines.vault_events``) and at least once a minute, and a verdict recorded or undone counts too;
 every build goes through ``run_build``, so Dagster records it like any other and the build lock keeps it from
 running beside another build of the same home.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,14 +24,21 @@ from engramrag.lifecycle.plan import ChangePlan
 from engramrag.store import Home, StoreBusy
 from pipelines.build import BuildOutcome, PlanSettings, collector_off, run_build
 from pipelines.instance import KeptInstance
+from pipelines.vault_events import VaultEvents
 
 
 @dataclass(frozen=True)
 class WatchSettings:
     extractor: str = "rules"  # as ``engram build --extractor``
     embedder: str | None = None  # as ``engram build --embedder``; None: ENGRAM_EMBEDDER, else hash
-    interval_s: float = 2.0  # how long to wait between two looks at the vault when nothing changed
+    # How long to wait between two looks for new verdicts, and between two looks at the vault where the system does
+    # not report file changes (``os_events`` off, or unavailable).
+    interval_s: float = 2.0
     max_builds: int | None = None  # stop after this many builds (None: until interrupted)
+    # Hear the vault's changes from the system (``pipelines.vault_events``): the vault is looked at when a file
+    # changed, and at least every ``look_every_s`` seconds for what the system may not report (a network drive).
+    os_events: bool = True
+    look_every_s: float = 60.0
 
 
 def watch(
@@ -42,12 +50,19 @@ def watch(
     planned = PlanSettings.of(home, settings.extractor, settings.embedder)
     collections = Collections()
     instance = KeptInstance(home)
+    events = VaultEvents.started(vault) if settings.os_events else None
+    looked, missed = time.monotonic(), False
     # The collector stays off while the watcher runs: it collects itself (``Collections``), not in the middle of a
     # build, and not between a note saved and its build.
-    with collector_off(), closing(instance):
+    with collector_off(), closing(instance), closing(events) if events is not None else nullcontext():
         while settings.max_builds is None or builds < settings.max_builds:
             revision = _revision(home)
-            plan = None if builds == 0 else _vault_changes(home, vault, planned)
+            # Heard before the look: a change made during it is heard again and looked at next.
+            heard = events is None or events.take() or missed
+            plan = None
+            if builds and (heard or time.monotonic() - looked >= settings.look_every_s):
+                plan, looked = _vault_changes(home, vault, planned), time.monotonic()
+                missed = plan is None  # another build held the stores: look again after the wait
             # A document that only waits for its extraction (one that failed) builds with the next change, not in a
             # loop.
             if builds == 0 or revision != built_revision or (plan is not None and plan.files_changed):
@@ -62,6 +77,8 @@ def watch(
                     collections.collect()
             elif collections.due():
                 collections.collect()  # then look again at once: a note may have been saved meanwhile
+            elif events is not None:
+                events.wait(min(settings.interval_s, settings.look_every_s))
             else:
                 time.sleep(settings.interval_s)
     return builds

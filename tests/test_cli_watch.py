@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from engramrag.catalog.connection import catalog_reader
 from engramrag.decisions.store import MERGE, DecisionsStore
 from engramrag.store import Home
@@ -26,12 +28,14 @@ def _wait_for_lines(process: subprocess.Popen, lines: list[str], count: int, tim
             lines.append(line)
 
 
-def test_watch_builds_again_after_an_edit_and_a_verdict_and_not_while_nothing_changes(vault: Path,
-                                                                                      tmp_path: Path) -> None:
+# Hearing the vault's changes from the system (the default), and looking at it every --interval seconds (--poll).
+@pytest.mark.parametrize("poll", [False, True], ids=["system-events", "poll"])
+def test_watch_builds_again_after_an_edit_and_a_verdict_and_not_while_nothing_changes(vault: Path, tmp_path: Path,
+                                                                                      poll: bool) -> None:
     home = tmp_path / "home"
     environment = {**os.environ, **{name: "" for name in os.environ if name.startswith("ENGRAM_")}}
     command = [sys.executable, "-m", "pipelines.cli", "watch", "--vault", str(vault), "--home", str(home),
-               "--interval", "0.2", "--max-builds", "3"]  # fmt: skip
+               "--interval", "0.2", "--max-builds", "3", *(["--poll"] if poll else [])]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPOSITORY,
                                env=environment)  # fmt: skip
     lines: list[str] = []
