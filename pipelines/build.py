@@ -6,7 +6,7 @@ import gc
 import logging
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -81,10 +81,11 @@ class PlanSettings:
     def using(cls, home: Home, extractor: str, embedder_model: Embedder) -> PlanSettings:
         return cls(extractor_id(make_extractor(extractor, home=home)), embedder_model.name)
 
-    def changes(self, home: Home, vault: Path) -> ChangePlan:
-        """The changes ``run_build`` would build (``lifecycle.plan.plan_changes``)."""
+    def changes(self, home: Home, vault: Path, only: Collection[str] | None = None) -> ChangePlan:
+        """The changes ``run_build`` would build (``lifecycle.plan.plan_changes``; of the vault paths ``only``, when
+        the caller knows no other file changed)."""
         config = VaultConfig(bucket_count=configured_bucket_count())
-        return plan_changes(home, vault, config, extractor=self.extractor, embedder=self.embedder)
+        return plan_changes(home, vault, config, extractor=self.extractor, embedder=self.embedder, only=only)
 
 
 @contextmanager

@@ -10,7 +10,9 @@ Only writes count: files and folders created, written, moved or deleted outside 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from watchdog.events import (
@@ -28,12 +30,26 @@ log = logging.getLogger(__name__)
 NOT_WRITES = (FileOpenedEvent, FileClosedNoWriteEvent, DirModifiedEvent)
 
 
+# More files than this written between two looks (a checkout, a sync): the whole vault is looked at.
+MOST_PATHS = 2_000
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What changed since the last look: these vault paths (POSIX, relative), or anything (``paths`` None: a folder
+    moved or deleted, or too many files to name)."""
+
+    paths: frozenset[str] | None
+
+
 class VaultEvents(FileSystemEventHandler):
-    """Whether a file of the vault changed since the last ``take``, heard on watchdog's thread."""
+    """Which files of the vault changed since the last ``take``, heard on watchdog's thread."""
 
     def __init__(self, vault: Path) -> None:
         self.vault = vault.resolve()
         self._heard = threading.Event()
+        self._lock = threading.Lock()
+        self._paths: set[str] | None = set()
         self._observer = Observer()
 
     @classmethod
@@ -53,21 +69,34 @@ class VaultEvents(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if isinstance(event, NOT_WRITES):
             return
-        paths = [event.src_path, getattr(event, "dest_path", "")]
-        if any(path and self._visible(str(path)) for path in paths):
+        visible = [path for path in map(self._relative, (event.src_path, getattr(event, "dest_path", ""))) if path]
+        if not visible:
+            return
+        with self._lock:
+            if event.is_directory or self._paths is None or len(self._paths) >= MOST_PATHS:
+                self._paths = None
+            else:
+                self._paths.update(visible)
             self._heard.set()
 
-    def _visible(self, path: str) -> bool:
+    def _relative(self, path: object) -> str | None:
+        """The vault path of ``path`` (a str, or bytes from some observers), None for one outside the vault or
+        hidden."""
+        text = os.fsdecode(path) if isinstance(path, (str, bytes)) and path else ""
         try:
-            parts = PurePath(path).relative_to(self.vault).parts
+            parts = PurePath(text).relative_to(self.vault).parts if text else ()
         except ValueError:
-            return False
-        return bool(parts) and not any(part.startswith(".") for part in parts)
+            return None
+        return "/".join(parts) if parts and not any(part.startswith(".") for part in parts) else None
 
-    def take(self) -> bool:
-        """Whether a change was heard since the last call."""
-        heard = self._heard.is_set()
-        self._heard.clear()
+    def take(self) -> Heard | None:
+        """What was heard since the last call, None for nothing."""
+        with self._lock:
+            if not self._heard.is_set():
+                return None
+            heard = Heard(frozenset(self._paths) if self._paths is not None else None)
+            self._paths = set()
+            self._heard.clear()
         return heard
 
     def wait(self, timeout_s: float) -> bool:

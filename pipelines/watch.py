@@ -24,7 +24,9 @@ from engramrag.lifecycle.plan import ChangePlan
 from engramrag.store import Home, StoreBusy
 from pipelines.build import BuildOutcome, PlanSettings, collector_off, run_build
 from pipelines.instance import KeptInstance
-from pipelines.vault_events import VaultEvents
+from pipelines.vault_events import Heard, VaultEvents
+
+ANYTHING = Heard(None)  # what the watcher assumes when it cannot hear the system, or must look at everything
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,12 @@ def watch(
         while settings.max_builds is None or builds < settings.max_builds:
             revision = _revision(home)
             # Heard before the look: a change made during it is heard again and looked at next.
-            heard = events is None or events.take() or missed
+            heard = ANYTHING if events is None or missed else events.take()
+            whole = heard == ANYTHING or time.monotonic() - looked >= settings.look_every_s
             plan = None
-            if builds and (heard or time.monotonic() - looked >= settings.look_every_s):
-                plan, looked = _vault_changes(home, vault, planned), time.monotonic()
+            if builds and (heard is not None or whole):
+                plan = _vault_changes(home, vault, planned, None if whole else heard.paths)
+                looked = time.monotonic() if whole else looked
                 missed = plan is None  # another build held the stores: look again after the wait
             # A document that only waits for its extraction (one that failed) builds with the next change, not in a
             # loop.
@@ -118,11 +122,13 @@ class Collections:
         self.uncollected = 0
 
 
-def _vault_changes(home: Home, vault: Path, planned: PlanSettings) -> ChangePlan | None:
-    """The changes a build would build (handed to it, so it does not look again), or None while another build holds
-    the stores (look again after it)."""
+def _vault_changes(
+    home: Home, vault: Path, planned: PlanSettings, only: frozenset[str] | None = None
+) -> ChangePlan | None:
+    """The changes a build would build (handed to it, so it does not look again), of the paths ``only`` when given,
+    or None while another build holds the stores (look again after it)."""
     try:
-        return planned.changes(home, vault)
+        return planned.changes(home, vault, only)
     except StoreBusy:
         return None
 

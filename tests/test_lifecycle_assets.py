@@ -90,9 +90,20 @@ def test_deleted_and_renamed_documents_lose_their_graphs(lifecycle: Lifecycle, v
     assert graph_quads(lifecycle, deleted) and graph_quads(lifecycle, renamed)
     (vault / deleted).unlink()
     (vault / renamed).rename(vault / new_name)
+    (vault / FALCON).write_text((vault / FALCON).read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    # `engram watch` looks at the paths the system said were written: the same changes as a look at everything.
+    config = VaultConfig()
+    whole = plan_changes(lifecycle.home, vault, config)
+    heard = plan_changes(lifecycle.home, vault, config, only={deleted, renamed, new_name, FALCON, "tools/.x.swp"})
+    assert whole.files_changed == heard.files_changed == 4
+    assert {bucket: sorted(found) for bucket, found in heard.changes.items()} == {
+        bucket: sorted(found) for bucket, found in whole.changes.items()
+    }
+    partly = plan_changes(lifecycle.home, vault, config, only={deleted})
+    assert partly.files_changed == 1 and partly.buckets == [int(lifecycle.bucket(deleted))]
 
     run = lifecycle.run_all()
-    assert lifecycle.extracted_in(run.run_id) == {new_name}
+    assert lifecycle.extracted_in(run.run_id) == {new_name, FALCON}
     assert graph_quads(lifecycle, deleted) == set()
     assert graph_quads(lifecycle, renamed) == set()
     assert graph_quads(lifecycle, new_name)
@@ -145,9 +156,14 @@ def test_bad_files_are_recorded_and_the_rest_go_through(lifecycle: Lifecycle, va
     assert any("UTF-8" in item["message"] for item in status["rejected_documents"])
 
     (vault / "broken-front-matter.md").write_text("---\ntitle: Fixed\n---\n# Body\n", encoding="utf-8")
+    (vault / "binary.md").unlink()
+    config = VaultConfig()
+    whole = plan_changes(lifecycle.home, vault, config)
+    heard = plan_changes(lifecycle.home, vault, config, only={"broken-front-matter.md", "binary.md"})
+    assert whole.files_changed == heard.files_changed == 2 and whole.changes == heard.changes
     fixed = lifecycle.run_all()
     assert lifecycle.extracted_in(fixed.run_id) == {"broken-front-matter.md"}
-    assert read_status(lifecycle.home)["rejected"] == 3
+    assert read_status(lifecycle.home)["rejected"] == 2
 
 
 def test_a_document_that_breaks_keeps_its_last_good_graphs(lifecycle: Lifecycle, vault: Path):

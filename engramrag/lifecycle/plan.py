@@ -6,12 +6,16 @@ number of files per tick and resumes from a cursor.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engramrag.catalog.connection import catalog_reader, has_table
+import duckdb
+import pandas as pd
+
+from engramrag.catalog.connection import catalog_reader, has_table, registered
 from engramrag.catalog.schema import NEEDS_EXTRACTION
-from engramrag.lifecycle.scan import scan_vault
+from engramrag.lifecycle.scan import scan_vault, vault_files
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.converters import is_convertible, source_hash
@@ -45,14 +49,17 @@ def plan_changes(
     resume_after: str = "",
     extractor: str | None = None,
     embedder: str | None = None,
+    only: Collection[str] | None = None,
 ) -> ChangePlan:
     """Compare the vault with the catalog. A file whose size or modification time differs from the catalog
     is read and hashed; only a different hash counts as a change. At most ``max_files`` files are read.
     With ``extractor`` (an extractor id), documents the catalog holds but that are not yet extracted by it
     (a failed or killed build, or a new extractor) count as changes too; with ``embedder`` (an embedder
-    name), so do documents whose vectors are missing or stale."""
-    files = scan_vault(vault, config)
-    manifest, rejected = _manifest(home)
+    name), so do documents whose vectors are missing or stale. ``only``: just these vault paths are compared
+    (written, moved or deleted since the last look, as the system told ``engram watch``); listing a 100,000-note
+    vault and its catalog rows was most of a look."""
+    files = scan_vault(vault, config) if only is None else vault_files(vault, config, only)
+    manifest, rejected = _manifest(home, only)
     plan = ChangePlan()
     for path, bucket in _pending(home, extractor) if extractor else []:
         plan.changes.setdefault(bucket, []).append(f"{path}:pending")
@@ -128,23 +135,33 @@ def _unembedded(home: Home, embedder: str) -> list[tuple[str, int]]:
 
 
 def _manifest(
-    home: Home,
+    home: Home, only: Collection[str] | None = None
 ) -> tuple[dict[str, tuple[int, str, int, int, str | None]], dict[str, tuple[int, int, int]]]:
+    """The catalog's live documents and rejected files (of the paths ``only``, when given)."""
     with catalog_reader(home) as catalog:
         if catalog is None:
             return {}, {}
-        documents = {
-            path: (bucket, body_hash, size, mtime, original)
-            for path, bucket, body_hash, size, mtime, original in catalog.execute(
-                """SELECT path, bucket, body_hash, size_bytes, mtime_ns,
-                          json_extract_string(front_matter, '$.source_sha256')
-                   FROM documents WHERE NOT gone"""
-            ).fetchall()
-        }
-        rejected = {
-            path: (bucket, size, mtime)
-            for path, bucket, size, mtime in catalog.execute(
-                "SELECT path, bucket, size_bytes, mtime_ns FROM rejected_documents"
-            ).fetchall()
-        }
+        if only is not None:
+            with registered(catalog, "looked_paths", pd.DataFrame({"path": sorted(only)}, dtype=object)):
+                return _manifest_rows(catalog, "AND path IN (SELECT path FROM looked_paths)")
+        return _manifest_rows(catalog, "")
+
+
+def _manifest_rows(
+    catalog: duckdb.DuckDBPyConnection, among: str
+) -> tuple[dict[str, tuple[int, str, int, int, str | None]], dict[str, tuple[int, int, int]]]:
+    documents = {
+        path: (bucket, body_hash, size, mtime, original)
+        for path, bucket, body_hash, size, mtime, original in catalog.execute(
+            f"""SELECT path, bucket, body_hash, size_bytes, mtime_ns,
+                       json_extract_string(front_matter, '$.source_sha256')
+                FROM documents WHERE NOT gone {among}"""
+        ).fetchall()
+    }
+    rejected = {
+        path: (bucket, size, mtime)
+        for path, bucket, size, mtime in catalog.execute(
+            f"SELECT path, bucket, size_bytes, mtime_ns FROM rejected_documents WHERE true {among}"
+        ).fetchall()
+    }
     return documents, rejected

@@ -74,6 +74,40 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
     return found
 
 
+def vault_files(vault: Path, config: VaultConfig, paths: Iterable[str]) -> list[VaultFile]:
+    """The files of ``paths`` (vault-relative, POSIX) that ``scan_vault`` would list, sorted by path: only these are
+    looked at (``engram watch`` knows from the system which files were written). A path that is gone, hidden, not a
+    document, a folder, under a linked folder, or a link to another document of the vault is not listed."""
+    if not vault.is_dir():
+        raise VaultMissing(f"vault folder {vault} does not exist; pass --vault DIR or set ENGRAM_VAULT.")
+    root = vault.resolve()
+    found = []
+    for relative in sorted(set(paths)):
+        parts = relative.split("/")
+        if not relative or any(not part or part.startswith(".") for part in parts):
+            continue
+        if not parts[-1].lower().endswith(config.suffixes) and not is_convertible(relative, config):
+            continue
+        location = os.path.join(str(vault), *parts)
+        folders = [os.path.join(str(vault), *parts[:depth]) for depth in range(1, len(parts))]
+        if any(os.path.islink(folder) for folder in folders) or os.path.isdir(location):
+            continue  # a linked folder is not followed
+        try:
+            stat = os.stat(location)
+        except OSError:
+            continue  # gone (a deletion the catalog tells), or a broken link
+        outside = None
+        if os.path.islink(location):
+            target = Path(location).resolve()
+            if not target.is_relative_to(root):
+                outside = str(target)
+            elif _is_document(target.relative_to(root).as_posix(), set(), vault, config):
+                continue  # that document is read once, under its real path
+        found.append(VaultFile(relative, location, bucket_of(relative, config.bucket_count), stat.st_size,
+                               stat.st_mtime_ns, outside))  # fmt: skip
+    return found
+
+
 def _visible_files(folder: str, relative: str) -> Iterator[tuple[os.DirEntry[str], str]]:
     """Each file under ``folder`` with its vault-relative path (``relative`` is the folder's, "" or ending in
     "/"), skipping hidden names; linked folders are not followed. A folder that cannot be read, or that went away
