@@ -77,7 +77,7 @@ def watch(
                 # first build creates the decisions store, which is no verdict.
                 builds, built_revision = builds + 1, revision if revision is not None else _revision(home)
                 on_build(outcome, time.perf_counter() - started)
-                if collections.built():
+                if collections.built(busy=events is not None and events.pending()):
                     collections.collect()
             elif collections.due():
                 collections.collect()  # then look again at once: a note may have been saved meanwhile
@@ -101,14 +101,16 @@ class Collections:
     builds costs little memory."""
 
     at_most_uncollected: int = 3
+    at_most_busy: int = 6  # while notes keep being saved: a save already waiting is built first
     full_every: int = 20
     uncollected: int = 0  # builds since the last collection
     collected: int = 0
 
-    def built(self) -> bool:
-        """Count a build; whether to collect now."""
+    def built(self, busy: bool = False) -> bool:
+        """Count a build; whether to collect now. ``busy``: a change is already waiting to be built (heard from the
+        system), which the walk would delay: it waits for a pause, unless ``at_most_busy`` builds went uncollected."""
         self.uncollected += 1
-        return self.uncollected >= self.at_most_uncollected
+        return self.uncollected >= (self.at_most_busy if busy else self.at_most_uncollected)
 
     def due(self) -> bool:
         return self.uncollected > 0

@@ -50,5 +50,10 @@ def test_the_watcher_collects_when_idle_and_at_the_latest_after_a_few_builds() -
         assert not collections.built() and not collections.built() and collections.built()  # the third in a row
         collections.collect()  # the second collection: a full one, the frozen objects walked and frozen again
         assert collections.collected == 2 and gc.get_freeze_count() >= len(kept)
+        # While a save already waits to be built, the walk waits for a pause, up to at_most_busy builds in a row.
+        busy = Collections(at_most_uncollected=3, at_most_busy=5)
+        assert not any(busy.built(busy=True) for _ in range(4)) and busy.built(busy=True)
+        busy.collect()
+        assert not busy.built(busy=True) and not busy.built() and busy.built()
     finally:
         gc.unfreeze()
