@@ -92,9 +92,10 @@ def watch(
 class Collections:
     """When the watcher walks what its builds made (it keeps the collector off): when a look at the vault finds
     nothing to build, so that a note saved right after a build does not wait for the walk, and at the latest after
-    ``at_most_uncollected`` builds in a row (measured, eval.resident_edits: from the save to the build 0.13-0.15 s at
-    10,000 notes without the walk, 0.36-0.41 s with one build's; at 100,000 notes 1.3 s, and 5.9 s for the edit that
-    paid for three builds' walk). What survives a collection is frozen
+    ``at_most_uncollected`` builds in a row (``at_most_busy`` while a save already waits as a build ends; measured,
+    eval.resident_edits: from the save to the build 0.13-0.15 s at 10,000 notes without the walk, 0.36-0.41 s with
+    one build's; at 100,000 notes 1.3 s, and 5.9 s for the edit that paid for three builds' walk). What survives a
+    collection is frozen
     (``gc.freeze``), so the next walks only what later builds made, not the millions of objects a resident builder
     keeps; every ``full_every``-th collection walks the frozen objects too, for the cycles among what was kept and
     then let go. A build leaves few cycles (a full collection after one finds 20-900 objects), so waiting a few
