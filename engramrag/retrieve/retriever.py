@@ -397,14 +397,20 @@ class Retriever:
         return hits
 
     def _entity_legs_by_document(self, seeds: Seeds, docs: set[str]) -> dict[str, dict[str, float]]:
-        """For each result document, the best lexical / entity / triple score among the seeds it mentions."""
+        """For each result document, the best lexical / entity / triple score among the seeds it mentions. Found from
+        the few result notes' neighbours: a seed named in a third of 100,000 notes has tens of thousands, and walking
+        them took 15-20 ms of a search."""
         out: dict[str, dict[str, float]] = defaultdict(dict)
         graph = self.index.graph
+        named_in: dict[int, list[str]] = defaultdict(list)  # entity node -> the result documents naming it
+        for doc in docs:
+            if doc in self.passage_of_doc:
+                for neighbour in graph.neighbors(self.passage_of_doc[doc][0]):
+                    named_in[neighbour].append(doc)
         for leg_name, leg in (("lexical", seeds.lexical), ("entity", seeds.entity), ("triple", seeds.triple)):
             for node, score in leg.items():
-                for neighbour in graph.neighbors(node):
-                    doc = self.doc_of_node.get(neighbour)
-                    if doc in docs and score > out[doc].get(leg_name, 0.0):
+                for doc in named_in.get(node, ()):
+                    if score > out[doc].get(leg_name, 0.0):
                         out[doc][leg_name] = round(float(score), 6)
         return out
 
