@@ -99,10 +99,6 @@ class VaultEvents(FileSystemEventHandler):
             self._heard.clear()
         return heard
 
-    def pending(self) -> bool:
-        """Whether a change was heard and not yet taken."""
-        return self._heard.is_set()
-
     def wait(self, timeout_s: float) -> bool:
         """Until a change is heard or ``timeout_s`` passed; whether one was heard (it is still there to ``take``)."""
         return self._heard.wait(timeout_s)
