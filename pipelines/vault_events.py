@@ -103,6 +103,10 @@ class VaultEvents(FileSystemEventHandler):
         """Until a change is heard or ``timeout_s`` passed; whether one was heard (it is still there to ``take``)."""
         return self._heard.wait(timeout_s)
 
+    def listening(self) -> bool:
+        """Whether the system still reports to it (its thread ended after an error: the caller looks every time)."""
+        return self._observer.is_alive()
+
     def close(self) -> None:
         self._observer.stop()
         self._observer.join(timeout=5)

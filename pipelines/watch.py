@@ -61,7 +61,7 @@ def watch(
         while settings.max_builds is None or builds < settings.max_builds:
             revision = _revision(home)
             # Heard before the look: a change made during it is heard again and looked at next.
-            heard = ANYTHING if events is None or missed else events.take()
+            heard = ANYTHING if events is None or missed or not events.listening() else events.take()
             whole = heard == ANYTHING or time.monotonic() - looked >= settings.look_every_s
             plan = None
             if builds and (heard is not None or whole):

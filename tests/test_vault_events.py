@@ -49,8 +49,10 @@ def test_written_notes_are_heard_by_path_and_reads_and_hidden_folders_are_not(tm
         (vault / "archive").mkdir()
         (vault / "projects").rename(vault / "archive" / "projects")  # a folder moved: everything is looked at
         assert _heard_within(events, 5.0) == Heard(None)
+        assert events.listening()
     finally:
         events.close()
+    assert not events.listening()  # the watcher then looks at the vault every time, as without system events
 
 
 def test_a_look_at_some_paths_lists_them_as_a_look_at_the_whole_vault_does(tmp_path: Path) -> None:
