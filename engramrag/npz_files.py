@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from engramrag.arrow_files import file_stamp
+from engramrag.run_memo import LastKept
 
 KEPT_FILES = 8  # the files written last whose arrays are kept (a home's resolution files, and a second home's)
-_written: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}  # by the stamp of the file as written
+_written: LastKept[dict[str, np.ndarray]] = LastKept(KEPT_FILES)  # by the stamp of the file as written
 
 
 def save_arrays(folder: Path, name: str, **arrays: np.ndarray) -> Path:
@@ -39,10 +40,7 @@ def _keep(path: Path, arrays: dict[str, np.ndarray]) -> None:
         return
     for values in copies.values():
         values.setflags(write=False)
-    _written.pop(stamp, None)
-    while len(_written) >= KEPT_FILES:
-        _written.pop(next(iter(_written)))  # the file written longest ago
-    _written[stamp] = copies
+    _written.put(stamp, copies)
 
 
 def load_arrays(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:

@@ -80,22 +80,22 @@ class Same:
 class LastKept(Generic[V]):
     """One value per store file, for the ``size`` files put last: a resident builder's kept rows of the home it builds,
     and of a second home a process builds now and then (as the test comparing an incremental build with a full one
-    does) without dropping the first's."""
+    does) without dropping the first's. A key names the file: its path, or its stamp (``npz_files``)."""
 
     def __init__(self, size: int = 2) -> None:
         self.size = size
-        self._kept: dict[str, V] = {}
+        self._kept: dict[Hashable, V] = {}
 
-    def get(self, key: str) -> V | None:
+    def get(self, key: Hashable) -> V | None:
         return self._kept.get(key)
 
-    def pop(self, key: str) -> V | None:
+    def pop(self, key: Hashable) -> V | None:
         return self._kept.pop(key, None)
 
     def clear(self) -> None:
         self._kept.clear()
 
-    def put(self, key: str, value: V) -> None:
+    def put(self, key: Hashable, value: V) -> None:
         self._kept.pop(key, None)
         while len(self._kept) >= self.size:
             self._kept.pop(next(iter(self._kept)))  # the file put longest ago
