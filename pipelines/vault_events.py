@@ -24,6 +24,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from engramrag.lifecycle.scan import hidden
+
 log = logging.getLogger(__name__)
 
 # Reading a file is no change, nor is a folder's own entry changing (its files' events say what changed).
@@ -87,7 +89,8 @@ class VaultEvents(FileSystemEventHandler):
             parts = PurePath(text).relative_to(self.vault).parts if text else ()
         except ValueError:
             return None
-        return "/".join(parts) if parts and not any(part.startswith(".") for part in parts) else None
+        relative = "/".join(parts)
+        return relative if relative and not hidden(relative) else None
 
     def take(self) -> Heard | None:
         """What was heard since the last call, None for nothing."""

@@ -46,7 +46,7 @@ def scan_vault(vault: Path, config: VaultConfig, buckets: Iterable[int] | None =
     # os.scandir and string paths: a Path per file cost most of a look at a 10,000-note vault (engram watch and
     # every build look first).
     for entry, relative in _visible_files(str(vault), ""):
-        if not entry.name.lower().endswith(config.suffixes) and not is_convertible(relative, config):
+        if not _named_as_document(relative, config):
             continue
         bucket = bucket_of(relative, config.bucket_count)
         if wanted is not None and bucket not in wanted:
@@ -84,9 +84,7 @@ def vault_files(vault: Path, config: VaultConfig, paths: Iterable[str]) -> list[
     found = []
     for relative in sorted(set(paths)):
         parts = relative.split("/")
-        if not relative or any(not part or part.startswith(".") for part in parts):
-            continue
-        if not parts[-1].lower().endswith(config.suffixes) and not is_convertible(relative, config):
+        if "" in parts or hidden(relative) or not _named_as_document(relative, config):
             continue
         location = os.path.join(str(vault), *parts)
         folders = [os.path.join(str(vault), *parts[:depth]) for depth in range(1, len(parts))]
@@ -128,8 +126,17 @@ def _is_document(path: str, listed: set[str], vault: Path, config: VaultConfig) 
     """Whether a vault path is a document of its own: listed, or a visible file a full scan would list."""
     if path in listed:
         return True
-    parts = path.split("/")
-    if any(part.startswith(".") for part in parts):
+    if hidden(path) or not _named_as_document(path, config):
         return False
-    named = parts[-1].lower().endswith(config.suffixes) or is_convertible(path, config)
-    return named and (vault / path).is_file() and not (vault / path).is_symlink()
+    return (vault / path).is_file() and not (vault / path).is_symlink()
+
+
+def hidden(relative: str) -> bool:
+    """Whether a vault path (POSIX, relative) is hidden or under a hidden folder (``.git``, ``.obsidian``, a home's
+    ``.engram``): no scan lists it, and a write there is no change to the vault."""
+    return any(part.startswith(".") for part in relative.split("/"))
+
+
+def _named_as_document(relative: str, config: VaultConfig) -> bool:
+    """A Markdown name, or a convertible file of the sources folder (a PDF elsewhere is not a document)."""
+    return relative.rsplit("/", 1)[-1].lower().endswith(config.suffixes) or is_convertible(relative, config)
