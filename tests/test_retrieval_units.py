@@ -770,6 +770,11 @@ def test_keys_matched_between_two_lists_keep_only_rows_present_in_both_and_uncha
     assert new_of_old.tolist() == [-1, 0, -1, 2]  # a gone, c changed
     assert old_of_new.tolist() == [1, -1, 3, -1] and changed.tolist() == [False, True, False, True]
     assert match_keys(previous_keys, keys, equal_rows(previous, current[:, :1]))[2].all()  # another width: all changed
+    # Blocks whose rows follow each other on both sides (the same keys, or keys shifted by one) are compared in place.
+    same = match_keys(keys, keys, equal_rows(current, np.where(np.arange(4)[:, None] == 2, 9.0, current)))
+    assert same[2].tolist() == [False, False, True, False]
+    shifted = match_keys(["0", *keys], keys, equal_rows(np.vstack([previous[:1], current]), current, chunk=3))
+    assert shifted[1].tolist() == [1, 2, 3, 4] and not shifted[2].any()
     digests = match_keys(previous_keys, keys, equal_values(["1", "2", "3", "4"], ["2", "x", "4", "5"]))
     assert [row.tolist() for row in digests] == [new_of_old.tolist(), old_of_new.tolist(), changed.tolist()]
     assert [row.tolist() for row in match_keys([], keys, equal_values([], []))] == [[], [-1] * 4, [True] * 4]
@@ -997,3 +1002,10 @@ def test_per_distinct_gives_the_scalar_formula_to_the_bit() -> None:
     logs = per_distinct([0, 5, 5, 2], lambda count: 1.0 + math.log(max(1, count)))
     assert logs.tolist() == [1.0, 1.0 + math.log(5), 1.0 + math.log(5), 1.0 + math.log(2)]
     assert per_distinct([], float).shape == (0,)
+    # Large counts and arrays of every integer type take the table or the sort, to the same values.
+    wide = np.array([0, 3, 3, 1_000_000, 2], dtype=np.int32)
+    assert per_distinct(wide, lambda count: 1.0 + math.log(max(1, count))).tolist() == [
+        1.0 + math.log(max(1, count)) for count in wide.tolist()
+    ]
+    small = np.array([4, 0, 4, 1], dtype=np.uint16)
+    assert per_distinct(small, lambda count: count / 3).tolist() == [count / 3 for count in small.tolist()]

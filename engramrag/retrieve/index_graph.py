@@ -476,8 +476,16 @@ def _valid_from(passages: pd.DataFrame) -> dict[str, list[str | None]]:
 def per_distinct(values: Sequence[int] | Sequence[float] | np.ndarray, formula: Callable[[Any], float]) -> np.ndarray:
     """``formula`` of each of ``values`` as a float64 array, the scalar formula computed once per distinct value (as a
     Python int or float): the same values to the bit as a call per value, which for the 37,000 nodes' specificity
-    and damping took 60 ms of every index at 10,000 notes."""
-    distinct, inverse = np.unique(np.asarray(values), return_inverse=True)
+    and damping took 60 ms of every index at 10,000 notes. Small non-negative integers (the mention counts) are
+    looked up in a table indexed by the value itself instead of sorted (``np.unique`` over the 560,000 mention rows
+    took 90 ms of every index at 10,000 notes)."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iu" and len(array) and array.min() >= 0 and array.max() <= 4 * len(array) + 1024:
+        distinct = np.flatnonzero(np.bincount(array))
+        table = np.zeros(int(distinct[-1]) + 1, dtype=np.float64)
+        table[distinct] = [formula(value) for value in distinct.tolist()]
+        return table[array]
+    distinct, inverse = np.unique(array, return_inverse=True)
     return np.array([formula(value) for value in distinct.tolist()], dtype=np.float64)[inverse.reshape(-1)]
 
 
