@@ -927,6 +927,32 @@ def test_most_common_values_and_wordings_are_the_pandas_group_bys() -> None:
         assert any(len(listed) > 1 for listed in wordings) or size < 1000  # a merged node has several wordings
 
 
+def test_value_runs_of_labels_counted_per_label_equal_the_packed_sort() -> None:
+    # Issue 16: a label belongs to one node (its key, or its cluster), so its runs are counted per label without
+    # sorting the mentions; the runs must be those of the packed sort, field by field. A value met with two nodes
+    # (a kind) or a missing one takes the sort.
+    from engramrag.retrieve.index_graph import _runs_by_value, key_runs, value_runs
+
+    generator = np.random.default_rng(5)
+    labels = [f"label {i}" for i in range(300)]
+    node_of_label = generator.integers(0, 120, len(labels))  # several labels share a node (a cluster)
+    for size in (5000, 7, 1):
+        chosen = generator.integers(0, len(labels), size)
+        frame = pd.DataFrame({
+            "node": node_of_label[chosen],
+            "label": pd.Series([labels[i] for i in chosen], dtype="category"),
+        })  # fmt: skip
+        codes = frame["label"].cat.codes.to_numpy().astype(np.int64)
+        width = np.int64(len(frame["label"].cat.categories) + 1)
+        pairs, first, count = key_runs(frame["node"].to_numpy().astype(np.int64) * width + (codes + 1))
+        runs = value_runs(frame, "label")
+        assert runs.node.tolist() == (pairs // width).tolist() and runs.code.tolist() == (pairs % width - 1).tolist()
+        assert runs.first.tolist() == first.tolist() and runs.count.tolist() == count.tolist()
+    assert _runs_by_value(np.array([0, 1, 0]), np.array([0, 0, 1]), 2) is None  # value 0 with two nodes
+    assert _runs_by_value(np.array([0, 1]), np.array([-1, 0]), 1) is None  # a missing value
+    assert _runs_by_value(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0) is None
+
+
 def test_a_nodes_vector_is_that_of_its_first_mention_whose_label_is_stored() -> None:
     # Issue 16: read off the labels' runs (one sort shared with the wordings and the most common label), not a sort of
     # the mentions of their own; the expected vectors are the rule's loop over the mentions.
