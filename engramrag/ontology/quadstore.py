@@ -60,8 +60,11 @@ class QuadStore:
             store.close()
 
     def close(self) -> None:
-        if not self.read_only:
-            self._store.flush()
+        """Let go of the store. A write is kept from the moment its transaction committed (RocksDB writes it to its
+        log first, and a later open, read-only ones included, replays the log: a killed process loses nothing it
+        committed), so closing does not ask RocksDB to flush its memory tables to table files: that call waits while
+        a compaction runs (it will not cause a write stall), and it made one resident edit in fifteen at 10,000 notes
+        take 10-18 s instead of 6-8 s (the timeline step's close waited 5-12 s). The next open writes them out."""
         del self._store
 
     def replace_document(self, relative_path: str, graphs: DocumentGraphs | EncodedGraphs | None) -> None:
