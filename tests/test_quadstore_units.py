@@ -71,3 +71,27 @@ def test_encoded_graphs_load_as_the_terms_do(tmp_path: Path) -> None:
         replaced._store.add(_quad(8, ANALYSIS))  # a later step's proposal about the old text
         replaced.replace_documents([("a.md", encoded)])  # graphs exist: dropped and written in one transaction
         assert set(fresh._store) == set(replaced._store) == set(graphs.quads())
+
+
+def test_committed_writes_outlive_a_close_without_flush_and_a_killed_writer(tmp_path: Path) -> None:
+    """Closing a writer does not flush RocksDB's memory tables (the flush waited on compactions): what a writer
+    committed is in RocksDB's log, which a read-only open in another process and the next writer replay; a writer
+    killed before it closed loses nothing it committed."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "quads"
+    with QuadStore.opened(path) as store:
+        store.swap_quads([], [_quad(1), _quad(2)])
+    count = "import sys, pyoxigraph as ox; print(len(ox.Store.read_only(sys.argv[1])))"
+    seen = subprocess.run([sys.executable, "-c", count, str(path)], capture_output=True, text=True, check=True)
+    assert seen.stdout.strip() == "2"
+    killed = (
+        "import os, sys, pyoxigraph as ox; store = ox.Store(sys.argv[1]); "
+        "store.update('INSERT DATA { GRAPH <https://example.org/g> { "
+        "<https://example.org/s> <https://example.org/p> 3 } }'); "
+        "os._exit(9)"
+    )  # fmt: skip
+    assert subprocess.run([sys.executable, "-c", killed, str(path)]).returncode == 9
+    with QuadStore.opened(path, read_only=True) as store:
+        assert len(store._store) == 3 and _quad(1) in store._store
