@@ -99,8 +99,9 @@ class Collections:
     collection is frozen
     (``gc.freeze``), so the next walks only what later builds made, not the millions of objects a resident builder
     keeps; every ``full_every``-th collection walks the frozen objects too, for the cycles among what was kept and
-    then let go. A build leaves few cycles (a full collection after one finds 20-900 objects), so waiting a few
-    builds costs little memory."""
+    then let go. A build's cycles are small objects (84,000 after a one-note build at 10,000 notes, nearly all
+    Dagster's: its SQLite event log makes a SQLAlchemy engine per connection, 387 per build), so waiting a few builds
+    costs little memory."""
 
     at_most_uncollected: int = 3
     at_most_busy: int = 6  # while notes keep being saved: a save already waiting is built first
