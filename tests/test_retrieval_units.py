@@ -945,6 +945,7 @@ def test_value_runs_of_labels_counted_per_label_equal_the_packed_sort() -> None:
         codes = frame["label"].cat.codes.to_numpy().astype(np.int64)
         width = np.int64(len(frame["label"].cat.categories) + 1)
         pairs, first, count = key_runs(frame["node"].to_numpy().astype(np.int64) * width + (codes + 1))
+        assert _runs_by_value(frame["node"].to_numpy().astype(np.int64), codes, int(width) - 1) is not None
         runs = value_runs(frame, "label")
         assert runs.node.tolist() == (pairs // width).tolist() and runs.code.tolist() == (pairs % width - 1).tolist()
         assert runs.first.tolist() == first.tolist() and runs.count.tolist() == count.tolist()

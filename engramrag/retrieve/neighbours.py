@@ -147,8 +147,9 @@ def equal_rows(previous: np.ndarray, current: np.ndarray, chunk: int = 8192) -> 
 
 
 def _rows(matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``matrix[rows]``: a view when the rows follow each other, else a copy."""
-    if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1 and (len(rows) == 1 or (np.diff(rows) == 1).all()):
+    """``matrix[rows]``: a view when the rows follow each other, else a copy (the ends are compared first: a block
+    with a gap is told without a pass over it)."""
+    if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1 and (np.diff(rows) == 1).all():
         return matrix[int(rows[0]) : int(rows[-1]) + 1]
     return matrix[rows]
 
