@@ -92,5 +92,6 @@ def document_timeline(context: dg.AssetExecutionContext, engram: EngramStores) -
             "notes_kept": summary.notes_kept,
             "notes_observed": summary.notes_observed,
             "observations_kept": summary.observations_kept,
+            "outcome_reused": summary.outcome_reused,
         }
     )

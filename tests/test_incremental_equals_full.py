@@ -38,6 +38,13 @@ def _edit(vault: Path) -> None:
                     encoding="utf-8")
 
 
+def _reword_declaring_note(vault: Path) -> None:
+    """An ADR that declares itself superseded gets a sentence that names nothing: it is extracted again (its graphs,
+    which hold the timeline's quads of the declaration, are rewritten), and what it says alone stays the same."""
+    note = vault / "adr" / "0002-use-duckdb-for-the-catalog.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nNothing else changed.\n", encoding="utf-8")
+
+
 def _delete_and_rename(vault: Path) -> None:
     notes = sorted((vault / "meetings").glob("*.md"))
     notes[-1].unlink()
@@ -67,6 +74,7 @@ def _undo_merge(home: Home) -> None:
 
 STEPS: list[tuple[str, Callable[[Path], None] | None, Callable[[Home], None] | None]] = [
     ("edit", _edit, None),
+    ("reworded declaring note", _reword_declaring_note, None),
     ("delete and rename", _delete_and_rename, None),
     ("alias note and a merge", _add_alias_note, _merge),
     ("accepted supersession", None, _accept),
@@ -150,6 +158,15 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     assert index["mentions_read_notes"] == 1 and index["mentions_kept_notes"] > 10
     # The edit named no new entity: the kept statement rows kept their nodes, only the edited note's were numbered.
     assert 0 < index["statement_rows_numbered"] < (index["relation_edges"] + index["hierarchy_edges"]) / 10
+    # A declaring note reworded without changing what it says: the timeline took its last outcome, and wrote again
+    # the quads of the declaration that the note's re-extraction dropped.
+    reworded = by_step["reworded declaring note"]["document_timeline"]
+    assert reworded["recomputed"] is True and reworded["notes_derived"] == 1
+    assert reworded["outcome_reused"] is True and reworded["quads_added"] > 0
+    # The edit's new sentence named known names and stated no value: that outcome was taken too; a note declaring an
+    # alias (a new name) makes the timeline compute again.
+    assert timeline["outcome_reused"] is True
+    assert by_step["alias note and a merge"]["document_timeline"]["outcome_reused"] is False
     # A person's accepted supersession: only the steps reading supersession verdicts run again.
     accepted = by_step["accepted supersession"]
     assert accepted["document_timeline"]["notes_derived"] == 0

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from assets.partitions import BUCKET_COUNT
-from engramrag.lifecycle.timeline import refresh_timeline
+from engramrag.lifecycle.timeline import OUTCOME_KEY, refresh_timeline
 from engramrag.ontology.quadstore import QuadStore, parse_nquads
 from engramrag.ontology.vocab import document_graphs
 from engramrag.store import Home
@@ -315,3 +315,11 @@ def test_a_rejection_wins_and_editing_the_newest_note_back_flips_what_is_current
     kept = refresh_timeline(home, config)
     assert kept.notes_derived == 0 and kept.notes_kept == len(VAULT)
     assert [rows(home, sql) for sql in tables] == before
+    # Nothing read changed: this process's last outcome is taken, and only while the catalog holds what it wrote.
+    assert kept.outcome_reused and kept.quads_added == 0
+    with duckdb.connect(str(home.catalog_path)) as catalog:  # as another process writing the tables would
+        catalog.execute("UPDATE meta SET value = 'another writer' WHERE key = ?", [OUTCOME_KEY])
+    again = refresh_timeline(home, config)
+    assert not again.outcome_reused and again.notes_derived == 0
+    assert [rows(home, sql) for sql in tables] == before
+    assert refresh_timeline(home, config).outcome_reused

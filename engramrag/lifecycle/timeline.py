@@ -18,6 +18,7 @@ step wrote last time are recorded, so a withdrawn declaration or a rejected pair
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -48,7 +49,7 @@ from engramrag.ontology.graphs import (
     XSD_DATE,
     XSD_INTEGER,
 )
-from engramrag.ontology.quadstore import lined
+from engramrag.ontology.quadstore import QuadSwap, lined
 from engramrag.ontology.vocab import (
     ENGRAM,
     PROV,
@@ -78,7 +79,7 @@ from engramrag.revise.versions import (
     note_aliases,
     stated_values_by_note,
 )
-from engramrag.run_memo import RunMemo
+from engramrag.run_memo import LastKept, RunMemo
 from engramrag.store import Home
 from engramrag.vault.config import VaultConfig
 from engramrag.vault.ids import short_hash
@@ -113,16 +114,58 @@ class TimelineSummary:
     notes_kept: int = 0  # notes whose facts were kept from the last run
     notes_observed: int = 0  # notes whose values were observed anew (against the vault's names)
     observations_kept: int = 0  # notes whose observations were kept: the names were the last run's
+    outcome_reused: bool = False  # every input was the last run's: its outcome was taken, nothing recomputed
 
 
 def refresh_timeline(
     home: Home, config: VaultConfig, version_config: VersionConfig | None = None, derive_all: bool = False
 ) -> TimelineSummary:
     """Recompute ``property_values`` and ``document_supersessions`` and swap this step's quads. ``derive_all`` (the
-    consistency pass) reads every note again instead of the facts kept from the last run."""
+    consistency pass) reads every note again instead of the facts kept from the last run. A resident process whose
+    last run wrote the tables from the same inputs (see :class:`_Inputs`) takes that run's outcome instead of
+    computing it again: a one-note edit that changes no note's facts changes nothing here (0.9 of the timeline's
+    1.2 s at 10,000 notes)."""
     version_config = version_config or VersionConfig()
-    table = version_config.table()
     vault = _read(home, config, version_config, derive_all)
+    documents = vault.documents
+    verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
+    inputs = _Inputs.of(vault, verdicts)
+    last = None if derive_all else _last_outcomes.get(str(home.catalog_path))
+    reused = last is not None and last.token == vault.outcome_token and last.inputs.same_as(inputs)
+    outcome = last.outcome if last is not None and reused else _computed(vault, verdicts, version_config)
+    # A note's graphs are rewritten only when it is extracted again, which makes it one of the notes derived now.
+    every = derive_all or len(vault.derived) == len(documents)
+    rewritten = None if every else _graphs_of(documents, vault.derived)
+    swap = QuadSwap([], [], [], 0, [])
+    if not reused or rewritten is None or not outcome.graphs.isdisjoint(rewritten):
+        token = uuid.uuid4().hex
+        with catalog_writer(home, config.bucket_count) as catalog:
+            swap = swap_step_quads(home, catalog, "timeline_quads", outcome.quads, rewritten)
+            catalog.execute("BEGIN")
+            if not reused:
+                refill_table(catalog, "document_supersessions", outcome.rows)
+                refill_table(catalog, "property_values", outcome.values)
+                catalog.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [OUTCOME_KEY, token])
+            record_swap(home, catalog, "timeline_quads", swap)
+            catalog.execute("COMMIT")
+        if not reused:  # trusted by the next run only once the tables and the token are committed
+            _last_outcomes.put(str(home.catalog_path), _LastOutcome(token, inputs, outcome))
+    if vault.derived or len(vault.kept.facts) != len(documents):
+        vault.kept.updated(vault.digests, vault.derived).save(home.timeline_path)
+    vault.links.save_if_grown(home.timeline_path)
+    return TimelineSummary(
+        declared=outcome.declared, values=outcome.values.num_rows, chains=outcome.chains, proposed=outcome.proposed,
+        rejected=outcome.rejected, quads_added=swap.inserted, quads_removed=len(swap.released),
+        notes_derived=len(vault.derived), notes_kept=len(vault.facts) - len(vault.derived),
+        # A taken outcome observed nothing anew: every note's observations are the last run's.
+        notes_observed=0 if reused else outcome.notes_observed,
+        observations_kept=len(vault.facts) if reused else outcome.observations_kept, outcome_reused=reused,
+    )  # fmt: skip
+
+
+def _computed(vault: _Vault, verdicts: dict[tuple[str, str], Verdict], version_config: VersionConfig) -> _Outcome:
+    """The tables' rows and the quads, from what the run read."""
+    table = version_config.table()
     documents, facts = vault.documents, vault.facts
     declarations = find_declarations(documents, {doc_id: f.declared for doc_id, f in facts.items()})
     replaced_notes = [(d.earlier_doc_id, d.later_doc_id) for d in declarations]
@@ -138,7 +181,6 @@ def refresh_timeline(
         # A note's facts are a function of its digest and the settings the kept facts were derived with.
         {doc_id: (vault.kept.context, digest) for doc_id, digest in vault.digests.items()},
     )  # fmt: skip
-    verdicts = {v.pair: v for v in DecisionsStore.for_home(home).current(SUPERSESSION)}
     docs = documents.set_index("doc_id")
     authors = {path: declared_by(path, author) for path, author in zip(documents["path"], documents["author"],
                                                                           strict=True)}  # fmt: skip
@@ -162,28 +204,68 @@ def refresh_timeline(
                 continue
             rows.append(_value_row(pair, verdict, table))
             quads += made((pair, verdict is not None), lambda: list(lined(_value_quads(pair, verdict)).items()))  # noqa: B023
-    frame = pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS)
-    value_frame = _value_frame(values)
-    # A note's graphs are rewritten only when it is extracted again, which makes it one of the notes derived now.
-    every = derive_all or len(vault.derived) == len(documents)
-    rewritten = None if every else _graphs_of(documents, vault.derived)
-    with catalog_writer(home, config.bucket_count) as catalog:
-        swap = swap_step_quads(home, catalog, "timeline_quads", dict(quads), rewritten)
-        catalog.execute("BEGIN")
-        refill_table(catalog, "document_supersessions", frame)
-        refill_table(catalog, "property_values", value_frame)
-        record_swap(home, catalog, "timeline_quads", swap)
-        catalog.execute("COMMIT")
-    if vault.derived or len(vault.kept.facts) != len(documents):
-        vault.kept.updated(vault.digests, vault.derived).save(home.timeline_path)
-    vault.links.save_if_grown(home.timeline_path)
-    chains = len({(v.subject_key, v.property) for v in values if v.version > 0})
-    return TimelineSummary(
-        declared=sum(r["form"] != "property" for r in rows), values=len(values), chains=chains,
-        proposed=sum(r["form"] == "property" for r in rows), rejected=rejected, quads_added=swap.inserted,
-        quads_removed=len(swap.released), notes_derived=len(vault.derived), notes_kept=len(facts) - len(vault.derived),
+    by_line = dict(quads)
+    return _Outcome(
+        rows=pd.DataFrame(rows, columns=SUPERSESSION_COLUMNS), values=_value_frame(values), quads=by_line,
+        graphs=frozenset(quad.graph_name for quad in by_line.values()),
+        declared=sum(r["form"] != "property" for r in rows), proposed=sum(r["form"] == "property" for r in rows),
+        chains=len({(v.subject_key, v.property) for v in values if v.version > 0}), rejected=rejected,
         notes_observed=observed.observed, observations_kept=observed.notes - observed.observed,
-    )
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What a run computes and writes: the two tables' rows, the step's quads by N-Quads line, and its counts."""
+
+    rows: pd.DataFrame  # document_supersessions
+    values: pa.Table  # property_values
+    quads: dict[str, ox.Quad]
+    graphs: frozenset[ox.NamedNode]  # the graphs the quads are in
+    declared: int
+    proposed: int
+    chains: int
+    rejected: int
+    notes_observed: int
+    observations_kept: int
+
+
+@dataclass(frozen=True, eq=False)
+class _Inputs:
+    """Everything an outcome is a function of. The kept links are not among them: a cache of how links resolve over
+    the same paths and titles, which the documents hold."""
+
+    context: str  # the code and the version settings (``KeptNotes.context``)
+    documents: pd.DataFrame  # the live notes without their digests
+    facts: dict[str, NoteFacts]
+    labels: list[str]
+    aliased: set[tuple[str, tuple[str, ...]]]
+    clusters: pd.DataFrame
+    verdicts: dict[tuple[str, str], Verdict]
+
+    @classmethod
+    def of(cls, vault: _Vault, verdicts: dict[tuple[str, str], Verdict]) -> _Inputs:
+        return cls(vault.kept.context, vault.documents.drop(columns="digest"), vault.facts, vault.labels,
+                   vault.aliased, vault.clusters, verdicts)  # fmt: skip
+
+    def same_as(self, other: _Inputs) -> bool:
+        # Kept facts are the very objects of the last run (``KeptNotes.parsed``): most comparisons are identities.
+        return (
+            self.context == other.context and self.labels == other.labels and self.aliased == other.aliased
+            and self.verdicts == other.verdicts and self.documents.equals(other.documents)
+            and self.clusters.equals(other.clusters) and self.facts == other.facts
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _LastOutcome:
+    token: str  # written to ``meta`` (OUTCOME_KEY) with the tables: trusted only while the catalog still names it
+    inputs: _Inputs
+    outcome: _Outcome
+
+
+OUTCOME_KEY = "document_timeline outcome"
+_last_outcomes: LastKept[_LastOutcome] = LastKept()  # per catalog file: this process's last written outcome
 
 
 def _graphs_of(documents: pd.DataFrame, doc_ids: Iterable[str]) -> set[ox.NamedNode]:
@@ -205,6 +287,7 @@ class _Vault:
     labels: list[str]  # every distinct entity label
     aliased: set[tuple[str, tuple[str, ...]]]  # each distinct (label, aliases) with aliases
     clusters: pd.DataFrame  # entity_key, cluster_key
+    outcome_token: str | None  # the token written with the tables the catalog holds (``OUTCOME_KEY``)
 
 
 def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive_all: bool) -> _Vault:
@@ -240,6 +323,7 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
         ))  # fmt: skip
         clusters = _plain(read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"))
         titles = repr(catalog.execute(TITLES_DIGEST).fetchone())
+        token = catalog.execute("SELECT value FROM meta WHERE key = ?", [OUTCOME_KEY]).fetchone()
     links_context = short_hash(context, titles)
     links = KeptLinks(links_context, {}, 0) if derive_all else KeptLinks.load(home.timeline_path, links_context)
     table = version_config.table()
@@ -252,7 +336,8 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
         for doc_id, text, matter in zip(texts["doc_id"], texts["text"], texts["front_matter"], strict=True)
     }  # fmt: skip
     facts = kept.parsed(d for d in documents["doc_id"] if d not in derived) | derived
-    return _Vault(documents, digests, facts, derived, kept, links, labels, aliased, clusters)
+    return _Vault(documents, digests, facts, derived, kept, links, labels, aliased, clusters,
+                  token[0] if token else None)
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
