@@ -113,3 +113,25 @@ def test_a_keys_digest_changes_with_its_row_its_vector_and_its_inputs_and_only_t
     assert digests([*base[:1], ("d2", "Postgres", "Organization", 1, 1), base[2]])["postgres"] != first["postgres"]
     assert digests([*base, ("d1", "POSTGRES", "Tool", 1, 1)])["postgres"] != first["postgres"]  # shown as POSTGRES
     assert digests(base, vectors=("", "v1"))["postgres"] != first["postgres"]
+
+
+def test_digests_taken_from_the_last_call_equal_digests_computed_afresh() -> None:
+    from engramrag.resolve.keytable import KeyRow, assemble_key_table
+
+    def row(key: str, label: str, written=()) -> KeyRow:
+        return KeyRow(key, label, "Tool", "Tool", frozenset(), frozenset(written), frozenset({"d1"}))
+
+    others = [row(f"other {n}", f"Other {n}") for n in range(6)]  # untouched keys: the table is patched
+    rows = [row("alpha", "Alpha"), row("beta", "Beta", ["b"]), row("gamma", "Gamma"), *others]
+    file_names: dict = {}
+    first = assemble_key_table(rows, file_names, None, 200)
+    vectors, inputs = [""] * len(rows), [f"i{n}" for n in range(len(rows))]
+    before = key_digests(first, vectors, inputs)
+    edited = assemble_key_table([rows[0], row("beta", "BETA", ["b"]), *rows[2:]], file_names, None, 200)
+    assert edited.keys is first.keys  # the patched table: only beta's fields are other objects
+    new_vectors = ["", "", "v3", *vectors[3:]]  # and gamma's vector is new
+    after = key_digests(edited, new_vectors, inputs)
+    assert after[0] == before[0] and after[1] != before[1] and after[2] != before[2] and after[3:] == before[3:]
+    key_digests(build_key_table(mention_rows([("d9", "Other", "Tool", 1, 1)]), None, None, 200), [""], ["x"])
+    # Computed afresh (the last call was of other keys): the same digests.
+    assert key_digests(edited, new_vectors, inputs) == after

@@ -241,6 +241,39 @@ def test_key_vectors_give_the_rows_a_dict_of_the_same_vectors_gives() -> None:
     assert np.array_equal(aligned.rows(["gamma", "alpha"])[0], vectors)  # another order: gathered
 
 
+def test_a_table_patched_from_the_last_assembly_equals_one_assembled_whole() -> None:
+    from engramrag.resolve.keytable import KeyRow, assemble_key_table
+
+    def row(key: str, label: str, declared=(), written=(), documents=("d1",)) -> KeyRow:
+        return KeyRow(key, label, "Concept", "Concept", frozenset(declared), frozenset(written), frozenset(documents))
+
+    def whole(rows: list[KeyRow], file_names: dict) -> KeyTable:
+        return assemble_key_table(rows, dict(file_names), None, MAX_POSTING)  # other file names: assembled whole
+
+    file_names = {"beta": {"beta-notes"}}
+    # Keys a change does not touch, after the four it does (a table is patched when at most a quarter of it changed).
+    others = [row(f"other {n}", f"Other {n}") for n in range(8)]
+    first_rows = [row("alpha", "Alpha", written=["mp"]), row("beta", "Beta"), row("delta", "Delta", ["mp"]),
+                  row("gamma", "Gamma", written=["gm"]), *others]  # fmt: skip
+    first = assemble_key_table(first_rows, file_names, None, MAX_POSTING)
+    assert "mp" not in first.names[0] and first.names[3] == frozenset({"gm"})  # "mp": two keys own it, generic
+    # An edit: beta's row is another (its documents), gamma's alias changes without an alias turning generic.
+    edited_rows = [first_rows[0], row("beta", "Beta", documents=["d1", "d2"]), first_rows[2],
+                   row("gamma", "GAMMA", written=["gamma team"]), *others]  # fmt: skip
+    patched = assemble_key_table(edited_rows, file_names, None, MAX_POSTING)
+    expected = whole(edited_rows, file_names)
+    for field in fields(KeyTable):
+        assert getattr(patched, field.name) == getattr(expected, field.name), field.name
+    assert patched.compact is first.compact and patched.labels is not first.labels  # patched, not assembled again
+    assert patched.declared[1] == frozenset({"betanotes"})  # the file-name alias of a patched row
+    # Delta drops "mp": it stops being generic, so alpha's names change though alpha's row did not (assembled whole).
+    dropped = [edited_rows[0], edited_rows[1], row("delta", "Delta"), edited_rows[3], *others]
+    assembled = assemble_key_table(dropped, file_names, None, MAX_POSTING)
+    assert assembled.names[0] == frozenset({"mp"}) and assembled.compact is not patched.compact
+    for field in fields(KeyTable):
+        assert getattr(assembled, field.name) == getattr(whole(dropped, file_names), field.name), field.name
+
+
 def test_key_vectors_are_kept_for_the_same_labels_and_stored_vectors_only(tmp_path) -> None:
     # Issue 16: choosing and scaling 200,000 key vectors was 2.5 s of every candidates run at 100,000 notes.
     from engramrag.embed.base import HashEmbedderConfig
