@@ -77,6 +77,7 @@ def retrieval_index(context: dg.AssetExecutionContext, engram: EngramStores) -> 
             "mentions_read_notes": summary.mentions_read_notes,
             "mentions_kept_notes": summary.mentions_kept_notes,
             "statement_rows_numbered": summary.statement_rows_numbered,
+            "relation_sums_patched": summary.relation_sums_patched,
             "lancedb_optimised": ", ".join(f"{table} ({why})" for table, why in optimised.items()) or "none needed",
         }
         | {f"{kind}_edges": count for kind, count in summary.edges.items()}

@@ -158,6 +158,8 @@ def test_each_global_step_says_what_it_recomputed_and_why(replayed) -> None:
     assert index["mentions_read_notes"] == 1 and index["mentions_kept_notes"] > 10
     # The edit named no new entity: the kept statement rows kept their nodes, only the edited note's were numbered.
     assert 0 < index["statement_rows_numbered"] < (index["relation_edges"] + index["hierarchy_edges"]) / 10
+    # ...and the relation edges' sums were patched from the build before (the snapshots show the same edges).
+    assert index["relation_sums_patched"] is True
     # A declaring note reworded without changing what it says: the timeline took its last outcome, and wrote again
     # the quads of the declaration that the note's re-extraction dropped.
     reworded = by_step["reworded declaring note"]["document_timeline"]

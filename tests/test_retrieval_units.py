@@ -7,6 +7,7 @@ from pathlib import Path
 import igraph as ig
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 import scipy.sparse as sp
 
@@ -516,7 +517,8 @@ def test_graph_assembly_sums_repeated_edges_and_keeps_the_first_wording_among_eq
     import math
 
     from engramrag.retrieve.config import IndexConfig
-    from engramrag.retrieve.index_graph import HIERARCHY, MENTION, RELATION, assemble_graph, node_specificity
+    from engramrag.retrieve.edge_kinds import HIERARCHY, MENTION, RELATION
+    from engramrag.retrieve.index_graph import assemble_graph, node_specificity
 
     vectors = {"Falcon": np.array([1.0, 0.0]), "PostgreSQL": np.array([0.0, 1.0]), "Postgres": np.array([0.0, 1.0])}
     graph = assemble_graph(_graph_tables(), vectors, IndexConfig())
@@ -796,7 +798,8 @@ def test_two_index_builds_in_one_second_get_two_folders_in_the_order_they_ran(tm
 
 
 def test_summed_edges_add_repeats_in_row_order_to_the_bit() -> None:
-    from engramrag.retrieve.index_graph import MENTION, RELATION, _summed_edges
+    from engramrag.retrieve.edge_kinds import MENTION, RELATION
+    from engramrag.retrieve.index_graph import _summed_edges
 
     rng = np.random.default_rng(7)
     low, high = rng.integers(0, 6, 400), rng.integers(0, 6, 400)
@@ -818,7 +821,7 @@ def test_summed_edges_add_repeats_in_row_order_to_the_bit() -> None:
 def test_keys_summed_with_their_row_numbers_packed_give_what_unique_gives_to_the_bit() -> None:
     """The packed sort (keys that fit in 64 bits beside the row numbers) and the fallback for keys that do not
     give the distinct keys in order and sums added in row order."""
-    from engramrag.retrieve.index_graph import summed_by_key
+    from engramrag.retrieve.sorted_keys import summed_by_key
 
     rng = np.random.default_rng(11)
     weight = rng.random(5_000) * 10.0 ** rng.integers(-8, 8, 5_000)
@@ -931,7 +934,8 @@ def test_value_runs_of_labels_counted_per_label_equal_the_packed_sort() -> None:
     # Issue 16: a label belongs to one node (its key, or its cluster), so its runs are counted per label without
     # sorting the mentions; the runs must be those of the packed sort, field by field. A value met with two nodes
     # (a kind) or a missing one takes the sort.
-    from engramrag.retrieve.index_graph import _runs_by_value, key_runs, value_runs
+    from engramrag.retrieve.index_graph import _runs_by_value, value_runs
+    from engramrag.retrieve.sorted_keys import key_runs
 
     generator = np.random.default_rng(5)
     labels = [f"label {i}" for i in range(300)]
@@ -1007,7 +1011,7 @@ def test_the_label_numbering_is_kept_for_the_same_labels_and_clusters_only() -> 
 
 
 def test_key_runs_are_numpys_unique_with_first_rows_and_counts() -> None:
-    from engramrag.retrieve.index_graph import key_runs
+    from engramrag.retrieve.sorted_keys import key_runs
 
     generator = np.random.default_rng(5)
     for key in (generator.integers(0, 50, 2000), generator.integers(0, 2**40, 3000), np.array([2**62, 3, 2**62]),
@@ -1036,3 +1040,41 @@ def test_per_distinct_gives_the_scalar_formula_to_the_bit() -> None:
     ]
     small = np.array([4, 0, 4, 1], dtype=np.uint16)
     assert per_distinct(small, lambda count: count / 3).tolist() == [count / 3 for count in small.tolist()]
+
+
+def _statement_table(rows: list[tuple[int, int, str, str, str]]) -> pa.Table:
+    """Numbered statement rows (src, dst, predicate, role, doc_id), dictionary-encoded as the index keeps them."""
+    src, dst, predicate, role, doc = zip(*rows, strict=True) if rows else ((),) * 5
+    return pa.table({"src": pa.array(src, pa.int32()), "dst": pa.array(dst, pa.int32()),
+                     "predicate": pa.array(predicate, pa.string()).dictionary_encode(),
+                     "role": pa.array(role, pa.string()).dictionary_encode(),
+                     "doc_id": pa.array(doc, pa.string()).dictionary_encode()})  # fmt: skip
+
+
+def test_relation_sums_patched_from_the_last_build_equal_sums_of_every_row() -> None:
+    from engramrag.retrieve.edge_statements import KeptRows
+    from engramrag.retrieve.relation_edges import relation_sums
+
+    rng = np.random.default_rng(3)
+
+    def random_rows(doc: str, count: int) -> list[tuple[int, int, str, str, str]]:
+        return [(int(rng.integers(0, 9)), int(rng.integers(0, 9)), str(rng.choice(["uses", "part_of", "owns"])),
+                 str(rng.choice(["assertion", "analysis"])), doc) for _ in range(count)]  # fmt: skip
+
+    before = _statement_table([row for doc in ("d1", "d2", "d3") for row in random_rows(doc, 60)])
+    first, patched = relation_sums(before, 12, 0.5)
+    assert not patched and (first.counts > 0).all() and len(first.keys) < 180
+    # d2 is joined again with other rows (a pair it named alone goes, new pairs come); d1's and d3's rows are kept.
+    d2 = np.array(before.column("doc_id").to_pylist()) == "d2"
+    kept = KeptRows(before, np.flatnonzero(~d2))
+    joined = _statement_table([*random_rows("d2", 40), (10, 11, "uses", "assertion", "d2")])
+    now = pa.concat_tables([before.take(np.flatnonzero(~d2)), joined]).unify_dictionaries()
+    sums, patched = relation_sums(now, 12, 0.5, kept, joined)
+    whole, _ = relation_sums(now, 12, 0.5)
+    assert patched
+    assert sums.keys.tolist() == whole.keys.tolist() and sums.counts.tolist() == whole.counts.tolist()
+    assert sums.sums.tolist() == whole.sums.tolist()  # equal floats: halves and ones add exactly in any order
+    # Not the table summed last, or a weight whose sums depend on their order: every row is summed.
+    assert not relation_sums(now, 12, 0.5, KeptRows(before, np.flatnonzero(~d2)), joined)[1]
+    relation_sums(before, 12, 0.3)
+    assert not relation_sums(now, 12, 0.3, kept, joined)[1]

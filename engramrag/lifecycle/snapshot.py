@@ -91,9 +91,9 @@ def _quad_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _index_parts(home: Home) -> dict[str, list[tuple[Any, ...]]]:
+    from engramrag.retrieve.edge_kinds import EDGE_KINDS
     from engramrag.retrieve.edge_statements import ROWS_FILE
     from engramrag.retrieve.edge_statements import read_rows as read_statements
-    from engramrag.retrieve.index_graph import EDGE_KINDS
     from engramrag.retrieve.note_bm25 import NoteIndex
     from engramrag.retrieve.published_index import current_index
 

@@ -29,9 +29,10 @@ from engramrag.embed.base import Embedder
 from engramrag.progress import Progress
 from engramrag.retrieve.body_terms import TERMS_SINCE, BodyTerms, WordingTerms
 from engramrag.retrieve.config import IndexConfig
+from engramrag.retrieve.edge_kinds import EDGE_KINDS
 from engramrag.retrieve.edge_statements import KeptStatements, note_digests
 from engramrag.retrieve.edge_statements import save as save_statements
-from engramrag.retrieve.index_graph import EDGE_KINDS, StoredLabels, assemble_graph
+from engramrag.retrieve.index_graph import StoredLabels, assemble_graph
 from engramrag.retrieve.kept_entities import entity_rows
 from engramrag.retrieve.neighbours import Neighbours
 from engramrag.retrieve.published_index import CURRENT, FORMAT, current_index, index_fingerprint
@@ -65,6 +66,7 @@ class IndexSummary:
     mentions_read_notes: int = 0  # notes whose mention rows were read from the catalog (``kept_entities``)
     mentions_kept_notes: int = 0  # notes whose mention rows this process kept from its last build
     statement_rows_numbered: int = 0  # statement rows whose nodes were looked up (the others kept this process's)
+    relation_sums_patched: bool = False  # the relation edges' sums patched from this process's last build
 
 
 def build_retrieval_index(
@@ -131,7 +133,7 @@ def build_retrieval_index(
         update.recomputed, update.kept, body_terms.cut, body_terms.reused, wording_terms.cut,
         statements_joined_notes=len(tables["joined_documents"]), statements_kept_notes=tables["kept_documents"],
         mentions_read_notes=tables["mentions_read_notes"], mentions_kept_notes=tables["mentions_kept_notes"],
-        statement_rows_numbered=graph["statements_numbered"],
+        statement_rows_numbered=graph["statements_numbered"], relation_sums_patched=graph["relations_patched"],
     )
 
 

@@ -30,18 +30,15 @@ from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.retrieve.body_terms import BodyTerms, Tokens, WordingTerms
 from engramrag.retrieve.config import IndexConfig
-from engramrag.retrieve.edge_statements import joined_rows, merged_rows, numbered, per_value
+from engramrag.retrieve.edge_kinds import EDGE_KINDS, MENTION, SYNONYM, edge_key
+from engramrag.retrieve.edge_statements import joined_rows, merged_rows, numbered
 from engramrag.retrieve.lexical import term_idf
 from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_neighbours, update_neighbours
 from engramrag.retrieve.note_bm25 import NoteIndex
+from engramrag.retrieve.relation_edges import relation_sums
+from engramrag.retrieve.sorted_keys import key_runs, summed_by_key
 from engramrag.run_memo import RunMemo, Same
 from engramrag.vault.dates import document_date
-
-HIERARCHY_PREDICATES = frozenset({"has_section", "part_of", "broader", "narrower", "subclass_of", "has_part"})
-
-# Edge kinds, as stored in graph.npz.
-MENTION, RELATION, HIERARCHY, SYNONYM = 0, 1, 2, 3
-EDGE_KINDS = {MENTION: "mention", RELATION: "relation", HIERARCHY: "hierarchy", SYNONYM: "synonym"}
 
 
 def assemble_graph(
@@ -94,12 +91,12 @@ def _assembled(
     matrix = _node_vectors(labels, label_vectors, node_keys, entity_count)
 
     mention_lo, mention_hi, mention_weight = _mention_edges(in_passage, specificity, config)
-    statement_rows, numbering = _statement_rows(tables, mentions, node_keys, tables["clusters"], passage_node)
-    hierarchy = per_value(statement_rows.column("predicate"), HIERARCHY_PREDICATES.__contains__, bool)
-    relation_kind = np.where(hierarchy, HIERARCHY, RELATION)
-    asserted = per_value(statement_rows.column("role"), "assertion".__eq__, bool)
-    relation_weight = np.where(asserted, 1.0, config.analysis_edge_weight)
-    subject, obj = (statement_rows.column(end).to_numpy().astype(np.int64) for end in ("src", "dst"))
+    statement_rows, numbering, joined = _statement_rows(tables, mentions, node_keys, tables["clusters"], passage_node)
+    node_count = entity_count + len(passage_docs)
+    relations, relations_patched = relation_sums(
+        statement_rows, node_count, config.analysis_edge_weight,
+        None if numbering.whole else tables.get("kept_statements"), None if numbering.whole else joined,
+    )  # fmt: skip
 
     k = max(config.synonym_neighbours, config.density_neighbours)
     if previous is not None:
@@ -110,12 +107,12 @@ def _assembled(
     low, high, sims = neighbours.pairs_above(config.synonym_threshold)
 
     src, dst, kind, weight = _summed_edges(
-        entity_count + len(passage_docs),
+        node_count,
         [
             (mention_lo, mention_hi, np.full(len(mention_lo), MENTION), mention_weight),
-            (np.minimum(subject, obj), np.maximum(subject, obj), relation_kind, relation_weight),
             (low.astype(np.int64), high.astype(np.int64), np.full(len(low), SYNONYM), sims.astype(np.float64)),
         ],
+        (relations.keys, relations.sums),
     )
 
     wordings = _wordings(labels, entity_count)
@@ -145,6 +142,7 @@ def _assembled(
         "edge_statements": statement_rows,
         "statement_numbering": numbering,
         "statements_numbered": statement_rows.num_rows if numbering.whole else numbering.joined,
+        "relations_patched": relations_patched,
         "statement_sources": tables.get("statement_sources", {}),
         "term_lists": term_lists,
         "idf": term_idf(frequency, max(1, len(passages))),
@@ -298,7 +296,7 @@ def _mention_edges(
 def _statement_rows(
     tables: dict[str, Any], mentions: pd.DataFrame, node_keys: list[str], clusters: pd.DataFrame,
     passage_node: pd.Series,
-) -> tuple[pa.Table, _Numbering]:  # fmt: skip
+) -> tuple[pa.Table, _Numbering, pa.Table | None]:  # fmt: skip
     """Statements between two entities of a listed note, numbered, in the order search prefers them in
     (``edge_statements.PREFERENCE_ORDER``): the rows search reads to show why an edge exists. The statements of the
     notes in ``tables["joined_documents"]`` (every listed note when absent) are joined to their ends here; the rows
@@ -306,7 +304,8 @@ def _statement_rows(
     relation edges sum these rows' weights, 1 or ``analysis_edge_weight`` (0.5), whose float sums do not depend on
     the order; a row within one node adds no edge. Kept rows numbered by this numbering (the same node keys, so the
     same labels and clusters, and the same passages) keep their nodes, and only the joined rows are numbered (every
-    row's nodes looked up again took 1.4 s of a one-note edit at 100,000 notes)."""
+    row's nodes looked up again took 1.4 s of a one-note edit at 100,000 notes). Also the joined rows, numbered, when
+    only they were (``relation_edges`` patches their sums in)."""
     listed = set(passage_node.index.tolist())
     joined = joined_rows(tables["statements"], mentions, set(tables.get("joined_documents", listed)) & listed)
     kept = tables.get("kept_statements")
@@ -315,13 +314,13 @@ def _statement_rows(
     if kept is not None and kept.numbering is not None and kept.numbering == token:
         joined = numbered(joined, lambda key: _sorted_position(node_keys, cluster_of.get(key, key)),
                           lambda doc_id: passage_node.get(doc_id, -1))  # fmt: skip
-        return merged_rows(kept, joined), _Numbering(token, False, joined.num_rows)
+        return merged_rows(kept, joined), _Numbering(token, False, joined.num_rows), joined
     rows = merged_rows(kept, joined) if kept is not None else joined.unify_dictionaries().combine_chunks()
     number = {key: node for node, key in enumerate(node_keys)}
     passage_of = dict(zip(passage_node.index.tolist(), passage_node.tolist(), strict=True))
     rows = numbered(rows, lambda stable: number.get(cluster_of.get(stable, stable), -1),
                     lambda doc_id: passage_of.get(doc_id, -1))  # fmt: skip
-    return rows, _Numbering(token, True, joined.num_rows)
+    return rows, _Numbering(token, True, joined.num_rows), None
 
 
 @dataclass(frozen=True)
@@ -338,17 +337,16 @@ def _sorted_position(keys: list[str], key: str) -> int:
 
 
 def _summed_edges(
-    node_count: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    node_count: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    summed: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Edges (low, high, kind) with the weights of their repeats summed in the order given, sorted by
-    (low, high, kind); self-loops are dropped."""
+    (low, high, kind); self-loops are dropped. ``summed``: edges of other kinds already summed (keys as
+    ``edge_kinds.edge_key``, ascending, and their weights), merged in."""
     keys, weights = [], []
     for low, high, kind, weight in parts:
         low, high = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
-        key = low * node_count
-        key += high
-        key *= len(EDGE_KINDS)
-        key += np.asarray(kind, dtype=np.int64)
+        key = edge_key(low, high, np.asarray(kind, dtype=np.int64), node_count)
         weight = np.asarray(weight, dtype=np.float64)
         loops = low == high
         if loops.any():
@@ -356,54 +354,13 @@ def _summed_edges(
         keys.append(key)
         weights.append(weight)
     unique, sums = summed_by_key(np.concatenate(keys), np.concatenate(weights))
+    if summed is not None and len(summed[0]):
+        # Two ascending runs of distinct keys (the kinds differ): a stable sort merges them.
+        order = np.argsort(np.concatenate([unique, summed[0]]), kind="stable")
+        unique, sums = np.concatenate([unique, summed[0]])[order], np.concatenate([sums, summed[1]])[order]
     pair, edge_kind = np.divmod(unique, len(EDGE_KINDS))
     src, dst = np.divmod(pair, node_count)
     return src, dst, edge_kind, sums
-
-
-def summed_by_key(key: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct keys (non-negative, ascending) and the sum of each one's weights, added in row order: the sum a
-    loop gives, to the bit. When the keys and the row numbers fit in 64 bits together, each key is sorted with its
-    row number in its low bits, so equal keys keep their rows' order: one sort of plain values (2.4 against 7.2 s
-    for ``np.unique`` with its inverse, 20 M rows of 8.5 M edges on this machine). Otherwise ``np.unique`` and
-    ``np.bincount``, which adds in row order too."""
-    packed = _sorted_with_rows(key)
-    if packed is None:
-        unique, slot = np.unique(key, return_inverse=True)
-        return unique, np.bincount(slot, weights=weight, minlength=len(unique))
-    combined, rows = packed
-    first = np.empty(len(combined), dtype=bool)
-    first[0] = True
-    np.not_equal(combined[1:], combined[:-1], out=first[1:])
-    slot = np.cumsum(first)
-    slot -= 1
-    return combined[first].astype(np.int64), np.bincount(slot, weights=weight[rows])
-
-
-def key_runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``np.unique(key, return_index=True, return_counts=True)`` for non-negative keys: the distinct keys (ascending),
-    the first row of each and its number of rows, by the packed sort of ``summed_by_key`` where it applies (numpy's
-    argsort took 1.3-1.7 s for 5.4 M keys in a resident build at 100,000 notes, the packed sort 0.45 s)."""
-    packed = _sorted_with_rows(key)
-    if packed is None:
-        return np.unique(key, return_index=True, return_counts=True)
-    combined, rows = packed
-    starts = np.flatnonzero(np.concatenate(([True], combined[1:] != combined[:-1])))
-    return combined[starts].astype(np.int64), rows[starts], np.diff(np.append(starts, len(combined)))
-
-
-def _sorted_with_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The keys sorted (uint64) and the row each came from, equal keys in row order, by one sort of the keys packed
-    with their row numbers in the low bits; None when there are none, a key is negative, or they do not fit."""
-    row_bits = max(1, (len(key) - 1).bit_length())
-    if not len(key) or int(key.min()) < 0 or int(key.max()).bit_length() + row_bits > 64:
-        return None
-    combined = key.astype(np.uint64) << np.uint64(row_bits)
-    combined |= np.arange(len(key), dtype=np.uint64)
-    combined.sort()
-    rows = (combined & np.uint64((1 << row_bits) - 1)).astype(np.int64)
-    combined >>= np.uint64(row_bits)
-    return combined, rows
 
 
 @dataclass(frozen=True)
