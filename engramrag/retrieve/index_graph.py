@@ -9,7 +9,8 @@ ablation shows they help).
 The work is done on whole columns (pandas joins, numpy arrays) rather than row by row: at 10,000 notes a build
 joins about a million statements and half a million mentions, and a per-row loop over them took 25 s of every
 edit's rebuild. Edge weights are summed with ``np.bincount`` in the order the rows come (mentions, statements,
-synonyms), which is the same left-to-right float sum a loop gives, so the weights are the same to the bit.
+synonyms), which is the same left-to-right float sum a loop gives, so the weights are the same to the bit; the
+statements' sums (``relation_edges``) are patched from a resident build's last ones, which half weights keep exact.
 """
 
 from __future__ import annotations
