@@ -116,7 +116,7 @@ def test_a_keys_digest_changes_with_its_row_its_vector_and_its_inputs_and_only_t
 
 
 def test_digests_taken_from_the_last_call_equal_digests_computed_afresh() -> None:
-    from engramrag.resolve.keytable import KeyRow, assemble_key_table
+    from engramrag.resolve.keytable import KeyAssembly, KeyRow
 
     def row(key: str, label: str, written=()) -> KeyRow:
         return KeyRow(key, label, "Tool", "Tool", frozenset(), frozenset(written), frozenset({"d1"}))
@@ -124,11 +124,11 @@ def test_digests_taken_from_the_last_call_equal_digests_computed_afresh() -> Non
     others = [row(f"other {n}", f"Other {n}") for n in range(6)]  # untouched keys: the table is patched
     rows = [row("alpha", "Alpha"), row("beta", "Beta", ["b"]), row("gamma", "Gamma"), *others]
     file_names: dict = {}
-    first = assemble_key_table(rows, file_names, None, 200)
+    first = KeyAssembly.of(rows, file_names, None, 200)
     vectors, inputs = [""] * len(rows), [f"i{n}" for n in range(len(rows))]
-    before = key_digests(first, vectors, inputs)
-    edited = assemble_key_table([rows[0], row("beta", "BETA", ["b"]), *rows[2:]], file_names, None, 200)
-    assert edited.keys is first.keys  # the patched table: only beta's fields are other objects
+    before = key_digests(first.table, vectors, inputs)
+    edited = KeyAssembly.of([rows[0], row("beta", "BETA", ["b"]), *rows[2:]], file_names, None, 200, first).table
+    assert edited.keys is first.table.keys  # the patched table: only beta's fields are other objects
     new_vectors = ["", "", "v3", *vectors[3:]]  # and gamma's vector is new
     after = key_digests(edited, new_vectors, inputs)
     assert after[0] == before[0] and after[1] != before[1] and after[2] != before[2] and after[3:] == before[3:]

@@ -242,36 +242,41 @@ def test_key_vectors_give_the_rows_a_dict_of_the_same_vectors_gives() -> None:
 
 
 def test_a_table_patched_from_the_last_assembly_equals_one_assembled_whole() -> None:
-    from engramrag.resolve.keytable import KeyRow, assemble_key_table
+    from engramrag.resolve.keytable import KeyAssembly, KeyRow
 
     def row(key: str, label: str, declared=(), written=(), documents=("d1",)) -> KeyRow:
         return KeyRow(key, label, "Concept", "Concept", frozenset(declared), frozenset(written), frozenset(documents))
 
-    def whole(rows: list[KeyRow], file_names: dict) -> KeyTable:
-        return assemble_key_table(rows, dict(file_names), None, MAX_POSTING)  # other file names: assembled whole
+    def whole(rows: list[KeyRow]) -> KeyTable:
+        return KeyAssembly.of(rows, file_names, None, MAX_POSTING).table
 
     file_names = {"beta": {"beta-notes"}}
     # Keys a change does not touch, after the four it does (a table is patched when at most a quarter of it changed).
     others = [row(f"other {n}", f"Other {n}") for n in range(8)]
     first_rows = [row("alpha", "Alpha", written=["mp"]), row("beta", "Beta"), row("delta", "Delta", ["mp"]),
                   row("gamma", "Gamma", written=["gm"]), *others]  # fmt: skip
-    first = assemble_key_table(first_rows, file_names, None, MAX_POSTING)
-    assert "mp" not in first.names[0] and first.names[3] == frozenset({"gm"})  # "mp": two keys own it, generic
+    first = KeyAssembly.of(first_rows, file_names, None, MAX_POSTING)
+    assert "mp" not in first.table.names[0] and first.table.names[3] == frozenset({"gm"})  # two keys own "mp"
     # An edit: beta's row is another (its documents), gamma's alias changes without an alias turning generic.
     edited_rows = [first_rows[0], row("beta", "Beta", documents=["d1", "d2"]), first_rows[2],
                    row("gamma", "GAMMA", written=["gamma team"]), *others]  # fmt: skip
-    patched = assemble_key_table(edited_rows, file_names, None, MAX_POSTING)
-    expected = whole(edited_rows, file_names)
+    patched = KeyAssembly.of(edited_rows, file_names, None, MAX_POSTING, first)
     for field in fields(KeyTable):
-        assert getattr(patched, field.name) == getattr(expected, field.name), field.name
-    assert patched.compact is first.compact and patched.labels is not first.labels  # patched, not assembled again
-    assert patched.declared[1] == frozenset({"betanotes"})  # the file-name alias of a patched row
+        assert getattr(patched.table, field.name) == getattr(whole(edited_rows), field.name), field.name
+    assert patched.table.compact is first.table.compact  # patched, not assembled again
+    assert patched.table.labels is not first.table.labels and first.table.labels[3] == "Gamma"  # the last one kept
+    assert patched.table.declared[1] == frozenset({"betanotes"})  # the file-name alias of a patched row
     # Delta drops "mp": it stops being generic, so alpha's names change though alpha's row did not (assembled whole).
-    dropped = [edited_rows[0], edited_rows[1], row("delta", "Delta"), edited_rows[3], *others]
-    assembled = assemble_key_table(dropped, file_names, None, MAX_POSTING)
-    assert assembled.names[0] == frozenset({"mp"}) and assembled.compact is not patched.compact
+    dropped = [edited_rows[0], edited_rows[1], row("delta", "Delta"), *edited_rows[3:]]
+    assembled = KeyAssembly.of(dropped, file_names, None, MAX_POSTING, patched)
+    assert assembled.table.names[0] == frozenset({"mp"}) and assembled.table.compact is not patched.table.compact
     for field in fields(KeyTable):
-        assert getattr(assembled, field.name) == getattr(whole(dropped, file_names), field.name), field.name
+        assert getattr(assembled.table, field.name) == getattr(whole(dropped), field.name), field.name
+    # Other file names, or most rows changed: assembled whole.
+    other_names = KeyAssembly.of(edited_rows, dict(file_names), None, MAX_POSTING, first)
+    assert other_names.table.compact is not first.table.compact
+    renamed = [row(r.key, r.label.upper()) for r in edited_rows]
+    assert KeyAssembly.of(renamed, file_names, None, MAX_POSTING, patched).table.compact is not patched.table.compact
 
 
 def test_key_vectors_are_kept_for_the_same_labels_and_stored_vectors_only(tmp_path) -> None:

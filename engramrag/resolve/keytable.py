@@ -34,7 +34,6 @@ from engramrag.resolve.surface import (
     front_matter_aliases,
     strings,
 )
-from engramrag.run_memo import LastKept
 
 WEAK_KINDS = ("Concept", "Document")  # the default kind and the kind of a bare link target: say little
 
@@ -165,21 +164,18 @@ def assemble_key_table(
     mentions: dict[str, Sequence[MentionRow]] | None = None,
 ) -> KeyTable:
     """The key table of ``rows`` (sorted by key) with each key's file-name aliases, the generic aliases (owned by
-    more than ``max_posting`` keys) left out of the shared-alias names, and the label vectors. The table this process
-    assembled last is patched instead where that gives the same table (:func:`_patched`)."""
-    last = _last_assembly.get(_LAST)
-    assembly = _patched(last, rows, file_names, vectors, max_posting) if last is not None else None
-    if assembly is None:
-        assembly = _assembled(rows, file_names, vectors, max_posting)
-    _last_assembly.put(_LAST, assembly)
-    table = assembly.table
+    more than ``max_posting`` keys) left out of the shared-alias names, and the label vectors."""
+    table = KeyAssembly.of(rows, file_names, vectors, max_posting).table
     return table if mentions is None else dataclasses.replace(table, mentions=mentions)
 
 
+MOST_PATCHED = 0.25  # above this share of changed rows, a table is assembled whole
+
+
 @dataclass(frozen=True)
-class _Assembly:
-    """A table with what it was assembled from, and how many keys own each alias (the generic ones own more than
-    ``max_posting``)."""
+class KeyAssembly:
+    """A key table with what it was assembled from, and how many keys own each alias (the generic ones own more
+    than ``max_posting``): what the next table can be patched from."""
 
     rows: Sequence[KeyRow]
     file_names: Mapping[str, set[str]]
@@ -189,83 +185,89 @@ class _Assembly:
     generic: frozenset[str]
     table: KeyTable
 
+    @classmethod
+    def of(
+        cls, rows: Sequence[KeyRow], file_names: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray] | None,
+        max_posting: int, last: KeyAssembly | None = None,
+    ) -> KeyAssembly:  # fmt: skip
+        """The table of ``rows``, patched from ``last`` where that gives the same table (``_patched``), else
+        assembled whole."""
+        patched = last._patched(rows, file_names, vectors, max_posting) if last is not None else None
+        return patched if patched is not None else cls._whole(rows, file_names, vectors, max_posting)
 
-_LAST = "last"
-_last_assembly: LastKept[_Assembly] = LastKept(size=1)
-MOST_PATCHED = 0.25  # above this share of changed rows, the table is assembled whole
+    @classmethod
+    def _whole(
+        cls, rows: Sequence[KeyRow], file_names: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray] | None,
+        max_posting: int,
+    ) -> KeyAssembly:  # fmt: skip
+        keys = [row.key for row in rows]
+        forms = [key_forms(key) for key in keys]
+        # The rows' own frozensets where a key has no file name (most keys; copying every set: 0.35 s of a profiled
+        # edit).
+        declared = [_declared(row, file_names) for row in rows]
+        written = [row.written for row in rows]
+        owners = Counter(alias for i in range(len(keys)) for alias in declared[i] | written[i])
+        generic = frozenset(alias for alias, count in owners.items() if count > max_posting)
+        matrix, present = _vector_matrix(keys, vectors)
+        table = KeyTable(
+            keys=keys,
+            labels=[row.label for row in rows],
+            kinds=[row.kind for row in rows],
+            check_kinds=[row.check_kind for row in rows],
+            compact=[form.compact for form in forms],
+            words=[form.words for form in forms],
+            tokens=[form.tokens for form in forms],
+            documents=[row.documents for row in rows],
+            declared=declared,
+            written=written,
+            names=[frozenset((declared[i] | written[i]) - generic) for i in range(len(keys))],
+            acronyms=[form.acronyms for form in forms],
+            numbers=[form.numbers for form in forms],
+            vectors=matrix,
+            has_vector=present,
+            mentions={},
+        )
+        return cls(list(rows), file_names, vectors, max_posting, owners, generic, table)
 
-
-def _assembled(
-    rows: Sequence[KeyRow], file_names: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray] | None,
-    max_posting: int,
-) -> _Assembly:  # fmt: skip
-    keys = [row.key for row in rows]
-    forms = [key_forms(key) for key in keys]
-    # The rows' own frozensets where a key has no file name (most keys; copying every set: 0.35 s of a profiled edit).
-    declared = [_declared(row, file_names) for row in rows]
-    written = [row.written for row in rows]
-    owners = Counter(alias for i in range(len(keys)) for alias in declared[i] | written[i])
-    generic = frozenset(alias for alias, count in owners.items() if count > max_posting)
-    matrix, present = _vector_matrix(keys, vectors)
-    table = KeyTable(
-        keys=keys,
-        labels=[row.label for row in rows],
-        kinds=[row.kind for row in rows],
-        check_kinds=[row.check_kind for row in rows],
-        compact=[form.compact for form in forms],
-        words=[form.words for form in forms],
-        tokens=[form.tokens for form in forms],
-        documents=[row.documents for row in rows],
-        declared=declared,
-        written=written,
-        names=[frozenset((declared[i] | written[i]) - generic) for i in range(len(keys))],
-        acronyms=[form.acronyms for form in forms],
-        numbers=[form.numbers for form in forms],
-        vectors=matrix,
-        has_vector=present,
-        mentions={},
-    )
-    return _Assembly(list(rows), file_names, vectors, max_posting, owners, generic, table)
-
-
-def _patched(
-    last: _Assembly, rows: Sequence[KeyRow], file_names: Mapping[str, set[str]],
-    vectors: Mapping[str, np.ndarray] | None, max_posting: int,
-) -> _Assembly | None:  # fmt: skip
-    """The table of ``rows`` from the ``last`` one, when the keys are the same and few rows are other objects (a
-    resident build's edit: every other row is the one it stored), the file names and vectors are the same objects
-    and no alias becomes or stops being generic; else None. Only the other rows' columns are made again: assembling
-    every key was 0.17 s of each edit at 10,000 notes."""
-    before = last.rows
-    if (len(rows) != len(before) or file_names is not last.file_names or vectors is not last.vectors
-            or max_posting != last.max_posting):  # fmt: skip
-        return None
-    changed = [i for i, (row, old) in enumerate(zip(rows, before, strict=True)) if row is not old]
-    if len(changed) > MOST_PATCHED * len(rows) or any(rows[i].key != before[i].key for i in changed):
-        return None
-    old = last.table
-    declared = {i: _declared(rows[i], file_names) for i in changed}
-    owners = last.owners.copy()
-    touched: set[str] = set()
-    for i in changed:
-        gone, now = old.declared[i] | old.written[i], declared[i] | rows[i].written
-        owners.subtract(gone)
-        owners.update(now)
-        touched |= gone | now
-    if any((owners[alias] > max_posting) != (alias in last.generic) for alias in touched):
-        return None  # an alias became or stopped being generic: the names of keys not changed here change
-    table = dataclasses.replace(
-        old,
-        labels=_replaced(old.labels, {i: rows[i].label for i in changed}),
-        kinds=_replaced(old.kinds, {i: rows[i].kind for i in changed}),
-        check_kinds=_replaced(old.check_kinds, {i: rows[i].check_kind for i in changed}),
-        documents=_replaced(old.documents, {i: rows[i].documents for i in changed}),
-        declared=_replaced(old.declared, declared),
-        written=_replaced(old.written, {i: rows[i].written for i in changed}),
-        names=_replaced(old.names, {i: frozenset((declared[i] | rows[i].written) - last.generic) for i in changed}),
-        mentions={},
-    )
-    return _Assembly(list(rows), file_names, vectors, max_posting, owners, last.generic, table)
+    def _patched(
+        self, rows: Sequence[KeyRow], file_names: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray] | None,
+        max_posting: int,
+    ) -> KeyAssembly | None:  # fmt: skip
+        """The table of ``rows`` from this one, when the keys are the same and few rows are other objects (a resident
+        build's edit: every other row is the one it stored), the file names and vectors are the same objects and no
+        alias becomes or stops being generic; else None. Only the other rows' columns are made again: assembling
+        every key was 0.17 s of each edit at 10,000 notes."""
+        before = self.rows
+        if (len(rows) != len(before) or file_names is not self.file_names or vectors is not self.vectors
+                or max_posting != self.max_posting):  # fmt: skip
+            return None
+        changed = [i for i, (row, old) in enumerate(zip(rows, before, strict=True)) if row is not old]
+        if len(changed) > MOST_PATCHED * len(rows) or any(rows[i].key != before[i].key for i in changed):
+            return None
+        old = self.table
+        declared = {i: _declared(rows[i], file_names) for i in changed}
+        owners = self.owners.copy()
+        touched: set[str] = set()
+        for i in changed:
+            gone, now = old.declared[i] | old.written[i], declared[i] | rows[i].written
+            owners.subtract(gone)
+            owners.update(now)
+            touched |= gone | now
+        if any((owners[alias] > max_posting) != (alias in self.generic) for alias in touched):
+            return None  # an alias became or stopped being generic: the names of keys not changed here change
+        names = {i: frozenset((declared[i] | rows[i].written) - self.generic) for i in changed}
+        table = dataclasses.replace(
+            old,
+            labels=_replaced(old.labels, {i: rows[i].label for i in changed}),
+            kinds=_replaced(old.kinds, {i: rows[i].kind for i in changed}),
+            check_kinds=_replaced(old.check_kinds, {i: rows[i].check_kind for i in changed}),
+            documents=_replaced(old.documents, {i: rows[i].documents for i in changed}),
+            declared=_replaced(old.declared, declared),
+            written=_replaced(old.written, {i: rows[i].written for i in changed}),
+            names=_replaced(old.names, names),
+            mentions={},
+        )
+        return KeyAssembly(list(rows), file_names, vectors, max_posting, owners, self.generic, table)
 
 
 def _declared(row: KeyRow, file_names: Mapping[str, set[str]]) -> frozenset[str]:

@@ -38,7 +38,14 @@ from engramrag.catalog.live_labels import labels_by_first_mention
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.textutil import normalise_label
 from engramrag.resolve.inputs import core_kind_column, mention_columns
-from engramrag.resolve.keytable import KeyRow, KeyTable, assemble_key_table, file_name_aliases, key_rows, mention_lists
+from engramrag.resolve.keytable import (
+    KeyAssembly,
+    KeyRow,
+    KeyTable,
+    file_name_aliases,
+    key_rows,
+    mention_lists,
+)
 from engramrag.resolve.mention_rows import MentionRow
 from engramrag.run_memo import RunMemo
 
@@ -62,6 +69,7 @@ class KeyTableUpdate:
     documents: dict[str, str] = field(default_factory=dict)  # ``document_digests`` when ``inputs`` were taken
     inputs_computed: int | None = None  # keys whose inputs were computed again (None: every key's)
     mentions: pd.DataFrame | None = None  # the live mention rows read to compute ``fresh`` (every row of their keys)
+    assembly: KeyAssembly | None = None  # what ``table`` was assembled from: the next run's table is patched from it
 
 
 def live_label_keys(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> pd.DataFrame:
@@ -150,11 +158,13 @@ def update_key_table(
     titled = tuple(_titled_notes(catalog, labels))
     with _FILE_NAMES.run() as made:  # the same notes' names: the same aliases (2 s at 100,000 notes)
         file_names = made(titled, lambda: file_name_aliases(titled))
-    table = assemble_key_table(ordered, file_names, vectors, max_posting)
+    # The table this process assembled from the rows it stored is patched (most rows are those very objects).
+    assembly = KeyAssembly.of(ordered, file_names, vectors, max_posting, _written.assembly if in_memory else None)
+    table = assembly.table
     computed = {row.key for row in fresh}
     removed = sorted(key for key in stored if key not in inputs or key in computed)
     return KeyTableUpdate(table, [inputs[key] for key in table.keys], fresh, removed, whole, ordered, in_memory,
-                          documents, inputs_computed, mentions)  # fmt: skip
+                          documents, inputs_computed, mentions, assembly)  # fmt: skip
 
 
 def write_key_rows(catalog: duckdb.DuckDBPyConnection, update: KeyTableUpdate, code: str) -> None:
@@ -181,16 +191,18 @@ def write_key_rows(catalog: duckdb.DuckDBPyConnection, update: KeyTableUpdate, c
     _written.value = value
     _written.rows = {row.key: (digest, row) for row, digest in zip(update.rows, update.inputs, strict=True)}
     _written.documents = update.documents
+    _written.assembly = update.assembly
 
 
 @dataclass
 class _Written:
-    """The rows this process wrote last (key -> (inputs, row)), the meta value written with them and the documents'
-    digests their inputs were taken at."""
+    """The rows this process wrote last (key -> (inputs, row)), the meta value written with them, the documents'
+    digests their inputs were taken at and the table assembled from the rows."""
 
     value: str | None = None
     rows: dict[str, tuple[str, KeyRow]] = field(default_factory=dict)
     documents: dict[str, str] | None = None
+    assembly: KeyAssembly | None = None  # the table assembled from ``rows``
 
 
 _written = _Written()
