@@ -5,8 +5,9 @@ in, so each run first asks the catalog for a digest of those inputs per key (one
 DuckDB but the digests) and computes rows only for keys whose digest differs from the stored one: their mention rows
 are read by label, every other row comes back from ``resolution_keys``. The parts of the table that depend on other
 keys (the notes' file names, which declare an alias only when one note has that name; the generic aliases; the
-vectors) are cheap and computed whole by ``assemble_key_table`` at every run, so the table equals one built from
-every mention row (``tests/test_stored_keys.py`` compares them).
+vectors) are computed at every run by ``keytable.KeyAssembly``, whole or, in a resident process, patched from the
+table it assembled from the rows it stored, so the table equals one built from every mention row
+(``tests/test_stored_keys.py`` compares them).
 
 The digest covers, per mention row: its document, entity key, label, kind, core kind, aliases, count and first
 line, the document's path and text hash, and for a note's title row the note's front matter. Rows computed with

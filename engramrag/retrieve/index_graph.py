@@ -357,8 +357,9 @@ def _summed_edges(
     unique, sums = summed_by_key(np.concatenate(keys), np.concatenate(weights))
     if summed is not None and len(summed[0]):
         # Two ascending runs of distinct keys (the kinds differ): a stable sort merges them.
-        order = np.argsort(np.concatenate([unique, summed[0]]), kind="stable")
-        unique, sums = np.concatenate([unique, summed[0]])[order], np.concatenate([sums, summed[1]])[order]
+        both = np.concatenate([unique, summed[0]])
+        order = np.argsort(both, kind="stable")
+        unique, sums = both[order], np.concatenate([sums, summed[1]])[order]
     pair, edge_kind = np.divmod(unique, len(EDGE_KINDS))
     src, dst = np.divmod(pair, node_count)
     return src, dst, edge_kind, sums
