@@ -30,10 +30,16 @@ def prepare_instance(home: Home) -> Path:
 
 def open_instance(home: Home) -> dg.DagsterInstance:
     """The home's Dagster instance (prepared first), as ``DagsterInstance.get()`` would open it with DAGSTER_HOME
-    pointing at ``<home>/dagster``."""
+    pointing at ``<home>/dagster``, but storing events through engines it keeps (``pipelines.event_log``: the same
+    files, which the Dagster UI reads through Dagster's own class)."""
     import dagster as dg
+    from dagster._core.instance import InstanceRef
 
-    return dg.DagsterInstance.from_config(str(prepare_instance(home)))
+    from pipelines.event_log import event_log_overrides
+
+    dagster_home = prepare_instance(home)
+    overrides = event_log_overrides(str(dagster_home / "history" / "runs"))
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home), overrides=overrides))
 
 
 class KeptInstance:
