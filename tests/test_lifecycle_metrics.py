@@ -20,6 +20,7 @@ from engramrag.metrics import (
     load_prices,
     read_lifecycle_metrics,
 )
+from engramrag.metrics.lifecycle import run_costs
 from engramrag.store import Home
 from pipelines.build import run_build
 from tests.conftest import build_environment
@@ -240,3 +241,25 @@ def test_the_metrics_tables_have_their_defined_columns_even_when_empty(built) ->
     counts = store_lifecycle_metrics(home, VaultConfig(bucket_count=16))
     assert counts["llm_runs"] == 0 and counts["build_runs"] == 2
     assert shapes() == {name: [tuple(c) for c in columns] for name, columns in METRICS_TABLES.items()}
+
+
+def test_run_costs_sum_each_run_and_leave_a_run_with_an_unknown_price_empty() -> None:
+    """Pure: the per-run table from document rows, runs in order, a run without a run id kept apart."""
+    costs = pd.DataFrame({
+        "run": [2, 1, 2, 1, 3],
+        "run_id": ["b", "a", "b", "a", None],
+        "finished_at": ["t2", "t1", "t2", "t1", "t3"],
+        "tokens_in": [10, 1, 30, 2, 0],
+        "tokens_out": [1, 0, 3, 0, 0],
+        "cost_usd": pd.array([0.25, 0.0, None, 0.0, 0.0], dtype="Float64"),
+        "cost_note": pd.array(["m: priced", "no model call", "no price for model 'x'", "no model call", None],
+                              dtype="string"),
+    })  # fmt: skip
+    per_run = run_costs(costs)
+    assert per_run["run"].tolist() == [1, 2, 3]
+    assert per_run["documents"].tolist() == [2, 2, 1]
+    assert per_run["tokens_in"].tolist() == [3, 40, 0] and per_run["tokens_out"].tolist() == [0, 4, 0]
+    assert per_run["cost_usd"].iloc[0] == 0.0 and pd.isna(per_run["cost_usd"].iloc[1])
+    assert pd.isna(per_run["cost_per_document_usd"].iloc[1]) and per_run["cost_per_document_usd"].iloc[2] == 0.0
+    assert per_run["cost_note"].tolist() == ["no model call", "m: priced; no price for model 'x'", ""]
+    assert pd.isna(per_run["run_id"].iloc[2])

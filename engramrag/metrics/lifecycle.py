@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from engramrag.catalog.connection import catalog_reader, has_column, has_table
@@ -131,25 +132,23 @@ def run_costs(costs: pd.DataFrame) -> pd.DataFrame:
                "cost_per_document_usd", "cost_note"]
     if costs.empty:
         return pd.DataFrame({name: [] for name in columns})
-    rows = []
-    for (run, run_id, finished_at), group in costs.groupby(["run", "run_id", "finished_at"], dropna=False, sort=True):
-        known = not group["cost_usd"].isna().any()
-        total = float(group["cost_usd"].sum()) if known else None
-        rows.append({
-            "run": run,
-            "run_id": run_id,
-            "finished_at": finished_at,
-            "documents": len(group),
-            "tokens_in": int(group["tokens_in"].sum()),
-            "tokens_out": int(group["tokens_out"].sum()),
-            "cost_usd": total,
-            "cost_per_document_usd": total / len(group) if total is not None else None,
-            "cost_note": "; ".join(sorted(set(group["cost_note"].dropna()))),
-        })
-    frame = pd.DataFrame(rows, columns=columns)
-    for name in ("cost_usd", "cost_per_document_usd"):
-        frame[name] = pd.array(frame[name].tolist(), dtype="Float64")
-    return frame
+    # Grouped as columns: a loop over the groups grew with every build a resident builder made (one group per run).
+    keys = ["run", "run_id", "finished_at"]
+    grouped = costs.groupby(keys, dropna=False, sort=True)
+    frame = grouped.agg(documents=("tokens_in", "size"), tokens_in=("tokens_in", "sum"),
+                        tokens_out=("tokens_out", "sum")).reset_index()  # fmt: skip
+    group = grouped.ngroup().to_numpy()  # each row's run, numbered as the frame's rows are
+    unknown = np.bincount(group, weights=costs["cost_usd"].isna().to_numpy(), minlength=len(frame)) > 0
+    total = pd.array(grouped["cost_usd"].sum().to_numpy(dtype=float), dtype="Float64")
+    total[unknown] = pd.NA
+    frame["cost_usd"] = total
+    frame["cost_per_document_usd"] = total / frame["documents"].to_numpy()
+    notes = pd.DataFrame({"group": group, "note": costs["cost_note"].to_numpy(dtype=object)}).dropna()
+    notes = notes.drop_duplicates().sort_values(["group", "note"])
+    joined = notes.groupby("group")["note"].agg("; ".join)
+    frame["cost_note"] = joined.reindex(range(len(frame)), fill_value="").tolist()
+    frame = frame.astype({"documents": "int64", "tokens_in": "int64", "tokens_out": "int64"})
+    return frame[columns]
 
 
 # The columns of ``llm_calls``, for a catalog written before the table existed (read-only, so it cannot gain it).
