@@ -73,3 +73,46 @@ def test_blocked_rows_are_the_blocked_pairs_as_sorted_arrays() -> None:
     shared_name = (index["adr-0001"], index["adr-0002"])
     assert alias_pair in found and shared_name in found  # the alias legs: pairs no surface leg finds
     assert alias_pair not in surface_pairs(other, CONFIG) and shared_name not in surface_pairs(other, CONFIG)
+
+
+def test_trigram_ids_kept_by_the_process_give_the_pairs_a_fresh_process_finds(monkeypatch) -> None:
+    """The edit leg cuts forms into ids kept between runs (``resolve.form_grams``): after runs on other keys (forms
+    gone, new ones met, ids given in another order), a run finds what a process that never ran before finds."""
+    from engramrag.resolve import blocking
+    from engramrag.resolve.form_grams import FormGrams
+
+    def labelled(labels: list[str]):
+        rows = [("d1", f"e{i}", label, "Tool", [], 1, 1, None) for i, label in enumerate(labels)]
+        frame = pd.DataFrame(rows, columns=["doc_id", "entity_key", "label", "kind", "aliases", "mentions",
+                                            "first_line", "core_kind"]).astype(object)  # fmt: skip
+        return build_key_table(frame, None, None, CONFIG.max_posting)
+
+    words = ["postgres", "postgre", "lancedb", "lance", "kubernetes", "kubernetis", "catalog", "catalogue", "aaa",
+             "aab", "abab", "baba", "ledger", "leger", "vector store", "vectorstore", "minji park", "minji parks"]
+    runs = [words[:10], words[4:], [*words[::2], "zzz top", "zz top"], words]
+    monkeypatch.setattr(blocking, "_FORM_GRAMS", FormGrams())
+    for labels in runs:  # one process, one run after another
+        kept = surface_pairs(labelled(labels), CONFIG)
+        with monkeypatch.context() as fresh:
+            fresh.setattr(blocking, "_FORM_GRAMS", FormGrams())
+            assert kept == surface_pairs(labelled(labels), CONFIG)
+    tight = CandidateConfig(embedding_neighbours=0, max_posting=2)  # crowded trigrams are dropped alike
+    kept = surface_pairs(labelled(words), tight)
+    monkeypatch.setattr(blocking, "_FORM_GRAMS", FormGrams())
+    assert kept == surface_pairs(labelled(list(reversed(words))), tight)
+    assert any(edit is not None for edit in kept.values())
+
+
+def test_form_grams_rank_trigrams_by_text_and_number_whatever_order_they_were_met_in() -> None:
+    from engramrag.resolve.form_grams import FormGrams, numbered_trigrams
+
+    grams = FormGrams()
+    first, second = grams.of(["abab", "ba"])
+    assert [grams.grams[i] for i in first.grams] == numbered_trigrams("abab")
+    assert numbered_trigrams("aaa")[-2:] == [("aa\x03", 1), ("a\x03\x03", 1)]
+    assert ("\x02aa", 1) in numbered_trigrams("aaa") and ("aaa", 1) in numbered_trigrams("aaa")
+    rank = grams.gram_rank()
+    assert sorted(range(len(grams.grams)), key=rank.__getitem__) == sorted(range(len(grams.grams)),
+                                                                          key=grams.grams.__getitem__)  # fmt: skip
+    again = grams.of(["ba", "abab"])
+    assert again[0] is second and again[1] is first  # kept from the last run, not cut again

@@ -14,7 +14,6 @@ runs (``resolve.embedding_lists``), so a run searches only the keys whose vector
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from itertools import chain
@@ -31,6 +30,7 @@ from engramrag.resolve.embedding_lists import (
     update_lists,
     vector_digests,
 )
+from engramrag.resolve.form_grams import FormGrams, FormIds
 from engramrag.resolve.keytable import KeyTable
 from engramrag.resolve.surface import edit_similarity
 from engramrag.resolve.surface_pairs import SurfacePairs
@@ -172,47 +172,38 @@ def _edit_pairs(table: KeyTable, floor: float, max_posting: int) -> dict[tuple[i
     compact, n = table.compact, len(table.compact)
     if n < 2:
         return {}
-    grams = [_numbered_trigrams(form) for form in compact]
-    ids: dict[tuple[str, int], int] = {}
-    full_rows, full_cols = [], []
-    for i, items in enumerate(grams):
-        for gram in items:
-            full_rows.append(i)
-            full_cols.append(ids.setdefault(gram, len(ids)))
-    frequency = np.bincount(np.asarray(full_cols, dtype=np.int64), minlength=len(ids))
+    cut = _FORM_GRAMS.of(compact)
+    width = len(_FORM_GRAMS.grams)
+    gram_counts = np.array([len(ids.grams) for ids in cut], dtype=np.int64)
+    full_rows = np.repeat(np.arange(n, dtype=np.int64), gram_counts)
+    full_cols = np.concatenate([ids.grams for ids in cut])
+    frequency = np.bincount(full_cols, minlength=width)
     # Each trigram's place in the order (rarest first, then by the trigram), so a string's are sorted as integers.
-    grams_by_id = list(ids)
-    counts = frequency.tolist()
-    order = sorted(range(len(ids)), key=lambda g: (counts[g], grams_by_id[g]))
-    place = np.empty(len(ids), dtype=np.int64)
-    place[order] = np.arange(len(ids))
-    place_of = place.tolist()
-    prefix_rows, prefix_cols = [], []
-    start = 0
-    for i, items in enumerate(grams):
-        length = len(compact[i])
-        required = max(1, math.ceil((3 * floor - 2) * length + 2 - 1e-9))
-        ranked = sorted(full_cols[start : start + len(items)], key=place_of.__getitem__)
-        ranked = ranked[: max(1, len(items) - required + 1)]
-        start += len(items)
-        prefix_rows += [i] * len(ranked)
-        prefix_cols += ranked
-    prefix = _incidence(prefix_rows, prefix_cols, n, len(ids))
+    place = np.empty(width, dtype=np.int64)
+    place[np.lexsort((_FORM_GRAMS.gram_rank(), frequency))] = np.arange(width, dtype=np.int64)
+    lengths = np.array([len(form) for form in compact], dtype=np.int64)
+    required = np.maximum(1, np.ceil((3 * floor - 2) * lengths + 2 - 1e-9)).astype(np.int64)
+    # Each string's trigrams rarest first (a string's stay together: the row is the first key), and of them the
+    # first ``len - required + 1``.
+    ranked = full_cols[np.lexsort((place[full_cols], full_rows))]
+    starts = np.cumsum(gram_counts) - gram_counts
+    position = np.arange(len(full_cols), dtype=np.int64) - np.repeat(starts, gram_counts)
+    chosen = position < np.repeat(np.maximum(1, gram_counts - required + 1), gram_counts)
+    prefix = _incidence(full_rows[chosen], ranked[chosen], n, width)
     crowded = np.flatnonzero(np.diff(prefix.tocsc().indptr) > max_posting)
     if len(crowded):
-        prefix = prefix @ sparse.diags(np.isin(np.arange(len(ids)), crowded, invert=True).astype(np.float32))
+        prefix = prefix @ sparse.diags(np.isin(np.arange(width), crowded, invert=True).astype(np.float32))
     shared = sparse.triu(prefix @ prefix.T, k=1).tocoo()
     a, b = shared.row.astype(np.int64), shared.col.astype(np.int64)
 
-    lengths = np.array([len(form) for form in compact], dtype=np.int64)
     number_ids: dict[tuple[str, ...], int] = {}
     numbers = np.array([number_ids.setdefault(t, len(number_ids)) for t in table.numbers], dtype=np.int64)
     longest = np.maximum(lengths[a], lengths[b])
     budget = np.floor((1 - floor) * longest + 1e-9).astype(np.int64)
     keep = (np.abs(lengths[a] - lengths[b]) <= budget) & (numbers[a] == numbers[b]) & (longest > 0)
     a, b, longest, budget = a[keep], b[keep], longest[keep], budget[keep]
-    full = _incidence(full_rows, full_cols, n, len(ids))
-    characters = _character_counts(compact)
+    full = _incidence(full_rows, full_cols, n, width)
+    characters = _character_counts(cut)
     survivors = []
     for start in range(0, len(a), 200_000):
         x, y = a[start : start + 200_000], b[start : start + 200_000]
@@ -229,20 +220,18 @@ def _edit_pairs(table: KeyTable, floor: float, max_posting: int) -> dict[tuple[i
     return found
 
 
-def _incidence(rows: list[int], cols: list[int], n: int, width: int) -> sparse.csr_matrix:
+def _incidence(rows: np.ndarray, cols: np.ndarray, n: int, width: int) -> sparse.csr_matrix:
     data = np.ones(len(rows), dtype=np.float32)
     return sparse.csr_matrix((data, (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
                              shape=(n, max(1, width)))  # fmt: skip
 
 
-def _character_counts(forms: list[str]) -> sparse.csr_matrix:
-    ids: dict[str, int] = {}
-    rows, cols = [], []
-    for i, form in enumerate(forms):
-        for char in form:
-            rows.append(i)
-            cols.append(ids.setdefault(char, len(ids)))
-    return _incidence(rows, cols, len(forms), len(ids))  # duplicate entries add up to counts
+def _character_counts(cut: list[FormIds]) -> sparse.csr_matrix:
+    """Per form, how often each character is in it (a row per form, a column per character id)."""
+    lengths = np.array([len(ids.characters) for ids in cut], dtype=np.int64)
+    rows = np.repeat(np.arange(len(cut), dtype=np.int64), lengths)
+    columns = np.concatenate([ids.characters for ids in cut]) if cut else np.zeros(0, dtype=np.int64)
+    return _incidence(rows, columns, len(cut), len(_FORM_GRAMS.character_ids))  # duplicate entries add up to counts
 
 
 def _embedding_rows(
@@ -259,13 +248,4 @@ def _embedding_rows(
     return proposed_rows(update.lists, table.vectors, settings, lists)
 
 
-def _numbered_trigrams(text: str) -> list[tuple[str, int]]:
-    """Padded trigrams, repeated ones numbered so that the multiset becomes a set."""
-    padded = f"\x02\x02{text}\x03\x03"
-    seen: dict[str, int] = {}
-    out = []
-    for k in range(len(padded) - 2):
-        gram = padded[k : k + 3]
-        seen[gram] = count = seen.get(gram, 0) + 1
-        out.append((gram, count))
-    return out
+_FORM_GRAMS = FormGrams()  # this process's trigram and character ids (``resolve.form_grams``)
