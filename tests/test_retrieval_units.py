@@ -126,6 +126,38 @@ def test_neighbours_break_ties_by_index_and_an_update_equals_a_full_search() -> 
     assert unchanged.recomputed == 0 and np.array_equal(unchanged.neighbours.indices, full.indices)
 
 
+def test_labels_arriving_near_kept_ones_enter_their_lists_as_a_full_search_puts_them() -> None:
+    """Kept lists are compared with arriving labels in float64 only where a float32 product says one could enter
+    (``neighbours._reached``): arrivals that are copies or near copies of kept labels (entering lists at every
+    place, ties included) and ones far from all of them give exactly the full search's lists."""
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(600, 24)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    keys = [f"key-{i:04d}" for i in range(600)]
+    before = nearest_neighbours(vectors, k=6)
+    near = vectors[[5, 77, 300, 301]] + rng.normal(scale=0.05, size=(4, 24)).astype(np.float32)
+    copies = vectors[[5, 450]]  # ties with the labels they copy
+    far = rng.normal(size=(2, 24)).astype(np.float32)
+    arriving = np.vstack([near, copies, far])
+    arriving /= np.linalg.norm(arriving, axis=1, keepdims=True)
+    # A copy of row 10's sixth neighbour named to sort just before it: it ties at the last place and wins it.
+    last = int(before.indices[10, 5])
+    arriving = np.vstack([arriving, vectors[last]])
+    after_keys = keys + [f"key-{i:04d}b" for i in (5, 77, 300, 301, 5, 450, 9, 599)] + [f"key-{last - 1:04d}z"]
+    after_vectors = np.vstack([vectors, arriving])
+    order = np.argsort(after_keys)
+    after_keys, after_vectors = [after_keys[i] for i in order], after_vectors[order]
+    update = update_neighbours(before, keys, vectors, after_keys, after_vectors, k=6)
+    full = nearest_neighbours(after_vectors, k=6)
+    assert np.array_equal(update.neighbours.indices, full.indices)
+    assert np.array_equal(update.neighbours.similarities, full.similarities)
+    entered = {int(i) for i in np.flatnonzero(np.isin(full.indices, np.flatnonzero(
+        [key.endswith(("b", "z")) for key in after_keys])).any(axis=1))}  # fmt: skip
+    assert len(entered) >= 10 and update.recomputed == 9  # kept lists took the arrivals in, none searched again
+    row = after_keys.index("key-0010")
+    assert after_keys[int(full.indices[row, 5])] == f"key-{last - 1:04d}z"
+
+
 def test_neighbours_found_through_column_groups_equal_an_exact_ordering_of_every_pair() -> None:
     # Enough labels that candidates are chosen by column groups (neighbours._widest), with tied groups larger
     # than k spread across groups and a last, partial group.

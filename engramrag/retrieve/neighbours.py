@@ -91,17 +91,32 @@ def update_neighbours(
         full = _rows_against_all(vectors, recompute, k)
         indices[recompute], similarities[recompute] = full.indices, full.similarities
     fresh = np.nonzero(changed)[0]
-    if len(merge_rows):
-        if len(fresh):
-            extra = _exact(vectors[merge_rows].astype(np.float64) @ vectors[fresh].astype(np.float64).T)
-            candidates = np.concatenate([merge_lists, np.broadcast_to(fresh, (len(merge_rows), len(fresh)))], axis=1)
-            scores = np.concatenate([merge_sims, extra], axis=1)
-            candidates = np.where(np.isfinite(scores), candidates, -1)
-        else:
-            candidates, scores = merge_lists, merge_sims
-        top, top_sims = _ordered(candidates, scores, min(k, max(0, n - 1)))
-        indices[merge_rows, : top.shape[1]], similarities[merge_rows, : top.shape[1]] = top, top_sims
+    width = min(k, max(0, n - 1))
+    if len(merge_rows) and width:
+        reach = _reached(vectors, merge_rows, merge_sims[:, width - 1], fresh)
+        for rows, with_fresh in ((np.nonzero(~reach)[0], False), (np.nonzero(reach)[0], True)):
+            candidates, scores = merge_lists[rows], merge_sims[rows]
+            if with_fresh and len(rows):
+                at = merge_rows[rows]
+                extra = _exact(vectors[at].astype(np.float64) @ vectors[fresh].astype(np.float64).T)
+                candidates = np.concatenate([candidates, np.broadcast_to(fresh, (len(rows), len(fresh)))], axis=1)
+                scores = np.concatenate([scores, extra], axis=1)
+                candidates = np.where(np.isfinite(scores), candidates, -1)
+            top, top_sims = _ordered(candidates, scores, width)
+            at = merge_rows[rows]
+            indices[at, : top.shape[1]], similarities[at, : top.shape[1]] = top, top_sims
     return NeighbourUpdate(Neighbours(indices, similarities), len(recompute), len(merge_rows))
+
+
+def _reached(vectors: np.ndarray, rows: np.ndarray, kth: np.ndarray, fresh: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` (kept lists whose ``kth`` similarity is their last place's) a ``fresh`` label could enter:
+    one whose float32 similarity comes within twice the float32 error (and the rounding) of that place, or any
+    when the list is not full. Only those are compared with the fresh labels in float64 (every kept row in float64
+    was 0.39 s of an edit that named something new at 10,000 notes)."""
+    if not len(fresh):
+        return np.zeros(len(rows), dtype=bool)
+    approximate = (vectors @ vectors[fresh].T)[rows]  # all rows at once: no copy of the kept rows' vectors
+    return ~np.isfinite(kth) | (approximate.max(axis=1) >= kth - 2 * MARGIN)
 
 
 def match_keys(
