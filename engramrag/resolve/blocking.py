@@ -179,13 +179,14 @@ def _edit_pairs(table: KeyTable, floor: float, max_posting: int) -> dict[tuple[i
     full_cols = np.concatenate([ids.grams for ids in cut])
     frequency = np.bincount(full_cols, minlength=width)
     # Each trigram's place in the order (rarest first, then by the trigram), so a string's are sorted as integers.
+    gram_at = np.lexsort((_FORM_GRAMS.gram_rank(), frequency))  # the trigram at each place
     place = np.empty(width, dtype=np.int64)
-    place[np.lexsort((_FORM_GRAMS.gram_rank(), frequency))] = np.arange(width, dtype=np.int64)
+    place[gram_at] = np.arange(width, dtype=np.int64)
     lengths = np.array([len(form) for form in compact], dtype=np.int64)
     required = np.maximum(1, np.ceil((3 * floor - 2) * lengths + 2 - 1e-9)).astype(np.int64)
-    # Each string's trigrams rarest first (a string's stay together: the row is the first key), and of them the
-    # first ``len - required + 1``.
-    ranked = full_cols[np.lexsort((place[full_cols], full_rows))]
+    # Each string's trigrams rarest first, by one sort of (row, place) packed in an integer (a string's trigrams
+    # are distinct), and of them the first ``len - required + 1``.
+    ranked = gram_at[np.sort(full_rows * width + place[full_cols]) % width]
     starts = np.cumsum(gram_counts) - gram_counts
     position = np.arange(len(full_cols), dtype=np.int64) - np.repeat(starts, gram_counts)
     chosen = position < np.repeat(np.maximum(1, gram_counts - required + 1), gram_counts)

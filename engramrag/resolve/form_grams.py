@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engramrag.run_memo import RunMemo
-
 
 @dataclass(frozen=True)
 class FormIds:
@@ -36,12 +34,16 @@ class FormGrams:
     grams: list[tuple[str, int]] = field(default_factory=list)
     character_ids: dict[str, int] = field(default_factory=dict)
     _rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    _forms: RunMemo[str, FormIds] = field(default_factory=RunMemo)
+    _forms: dict[str, FormIds] = field(default_factory=dict)  # the last call's forms (a plain dict: 37,000 lookups)
 
     def of(self, forms: list[str]) -> list[FormIds]:
         """Each form's ids, cut only for forms the last call did not have."""
-        with self._forms.run() as made:
-            return [made(form, lambda: self._cut(form)) for form in forms]  # noqa: B023
+        last, kept = self._forms, {}
+        for form in forms:
+            found = kept.get(form) or last.get(form)
+            kept[form] = found if found is not None else self._cut(form)
+        self._forms = kept
+        return [kept[form] for form in forms]
 
     def gram_rank(self) -> np.ndarray:
         """Per trigram id, its place among all trigrams given an id, ordered by (trigram, number)."""
