@@ -217,6 +217,19 @@ def edit_one_document(vault: Path, seed: int) -> dict[str, str]:
     raise RuntimeError(f"{vault}: no note has a paragraph of three sentences to edit")
 
 
+def name_something_new(vault: Path, seed: int) -> dict[str, str]:
+    """Append to one note a sentence naming an organisation and a component no note named before (an invented
+    word, from ``seed``): an edit that adds keys, so resolution's surface pairs, the index's nodes and their
+    neighbour lists change, where ``edit_one_document``'s fixed sentence mostly names what is already known."""
+    rng = random.Random(seed)
+    path = rng.choice(_candidates(vault))
+    word = "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(3)).title()
+    added = f"{word} Labs now owns the {word} Gateway rollout."
+    text = path.read_text(encoding="utf-8").rstrip("\n") + f"\n\n{added}\n"
+    path.write_text(text, encoding="utf-8")
+    return {"path": path.relative_to(vault).as_posix(), "removed": "", "appended": added}
+
+
 def delete_and_rename(vault: Path, seed: int, avoid: str) -> dict[str, str]:
     """Delete one note and rename another (same folder, new file name, same content)."""
     rng = random.Random(seed + 1)

@@ -8,7 +8,10 @@ next note is edited, and the watcher finds the change the way it always does (``
 Each edit's time runs from the moment the note was written to the end of its build, so it includes noticing the
 change; the steps' seconds are read from the home's Dagster instance.
 
-    python -m eval.resident_edits --home DIR [--rounds 3]
+    python -m eval.resident_edits --home DIR [--rounds 3] [--edit sentence|new-name]
+
+``--edit new-name`` appends a sentence naming something no note named before (``build_benchmark.name_something_new``):
+the edits that add keys, which cost more than the default one (a sentence taken out, a known one added).
 
 Writes ``eval/results/resident-edits-DATE.json``.
 """
@@ -24,8 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eval.build_benchmark import REPOSITORY, edit_one_document, machine, step_times
+from eval.build_benchmark import REPOSITORY, edit_one_document, machine, name_something_new, step_times
 from eval.edit_rebuild import kept_folder, unused_result_path
+
+EDITS = {"sentence": edit_one_document, "new-name": name_something_new}
 
 
 def main() -> int:
@@ -34,7 +39,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="Measured edits (after one warm-up edit).")
     parser.add_argument("--seed", type=int, default=300, help="Seed of the warm-up edit; each round adds one.")
     parser.add_argument("--out", type=Path, default=REPOSITORY / "eval" / "results")
+    parser.add_argument("--edit", choices=sorted(EDITS), default="sentence",
+                        help="sentence: one taken out, a known one appended; new-name: one naming something new.")
     args = parser.parse_args()
+    edit = EDITS[args.edit]
     kept = kept_folder(args.home)
     print(f"machine: {machine()}")
 
@@ -43,7 +51,7 @@ def main() -> int:
 
     runs: list[dict[str, Any]] = []
     warm: dict[str, Any] = {}
-    edited = {"path": edit_one_document(kept / "vault", args.seed)["path"], "at": time.perf_counter()}
+    edited = {"path": edit(kept / "vault", args.seed)["path"], "at": time.perf_counter()}
 
     def on_build(outcome, seconds: float) -> None:
         done = time.perf_counter()
@@ -64,7 +72,7 @@ def main() -> int:
             print(f"edit {len(runs)}: {run['edit_to_built_s']:7.2f} s from the save to the built stores (build "
                   f"{run['build_s']:.2f} s, {run['outside_steps_s']:.2f} s outside the steps); {top}", flush=True)
         if len(runs) < args.rounds:
-            edited.update(path=edit_one_document(kept / "vault", args.seed + len(runs) + 1)["path"],
+            edited.update(path=edit(kept / "vault", args.seed + len(runs) + 1)["path"],
                           at=time.perf_counter())  # fmt: skip
 
     settings = WatchSettings(interval_s=0.1, max_builds=args.rounds + 1)
@@ -72,7 +80,8 @@ def main() -> int:
     median = statistics.median(run["edit_to_built_s"] for run in runs) if runs else None
     print(f"median edit: {median} s over {len(runs)} edits")
     target = unused_result_path(args.out, "resident-edits")
-    target.write_text(json.dumps({"machine": machine(), "command": sys.argv, "home": str(kept), "warm_up": warm,
+    target.write_text(json.dumps({"machine": machine(), "command": sys.argv, "home": str(kept), "edit": args.edit,
+                                  "warm_up": warm,
                                   "runs": runs, "median_edit_s": median}, indent=2))  # fmt: skip
     print(f"wrote {target}")
     return 0 if all(run["success"] for run in [warm, *runs]) else 1
