@@ -161,6 +161,16 @@ def test_links_resolved_by_an_earlier_run_are_kept_for_the_same_titles_only(tmp_
     assert not next(v for v in unlinked[0] if v.path == "meetings/2024-03-04.md").restated
     # Other paths or titles, another context: nothing is read.
     assert KeptLinks.load(tmp_path, "titles-2").resolved == {}
+    # What this process wrote is given back without a read while the file is the one it wrote, and a caller's
+    # additions stay its own; a file written again (by another process, say) is read.
+    again = KeptLinks.load(tmp_path, "titles-1")
+    assert again.resolved == links.resolved and again.resolved is not links.resolved
+    again.resolved[("Elsewhere", "notes")] = {"notes/elsewhere.md"}
+    assert ("Elsewhere", "notes") not in KeptLinks.load(tmp_path, "titles-1").resolved
+    other = KeptLinks("titles-1", {("Ledger", "services"): {"services/ledger.md"}}, 0)
+    other.save_if_grown(tmp_path)
+    (tmp_path / "links.arrow").write_bytes((tmp_path / "links.arrow").read_bytes())  # rewritten: another stamp
+    assert KeptLinks.load(tmp_path, "titles-1").resolved == other.resolved
 
 
 def test_a_process_parses_a_notes_kept_facts_again_only_when_their_text_changed() -> None:

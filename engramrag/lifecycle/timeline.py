@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyoxigraph as ox
 
 from engramrag.catalog.connection import catalog_writer, read_frame, refill_table, registered
+from engramrag.catalog.live_aliases import live_aliases
 from engramrag.catalog.live_labels import live_labels
 from engramrag.decisions.store import SUPERSESSION, DecisionsStore, Verdict
 from engramrag.lifecycle.freshness import code_version
@@ -73,7 +74,6 @@ from engramrag.revise.versions import (
     ValueSupersession,
     VersionConfig,
     chains_of,
-    entity_aliases,
     label_clusters,
     link_targets,
     note_aliases,
@@ -291,7 +291,6 @@ class _Vault:
 
 
 def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive_all: bool) -> _Vault:
-    live = "SELECT doc_id FROM documents WHERE NOT gone"
     context = short_hash(code_version(), repr(version_config))
     kept = KeptNotes(context, {}, {}) if derive_all else KeptNotes.load(home.timeline_path, context)
     with catalog_writer(home, config.bucket_count) as catalog:
@@ -318,9 +317,7 @@ def _read(home: Home, config: VaultConfig, version_config: VersionConfig, derive
                 catalog, "SELECT doc_id, entity_key, label, aliases FROM entities JOIN changed_notes USING (doc_id)"
             ))
         labels = list(live_labels(catalog, home.catalog_path))
-        aliased = entity_aliases(read_frame(  # only rows with aliases: half the time at 100,000 notes
-            catalog, f"SELECT DISTINCT label, aliases FROM entities WHERE len(aliases) > 0 AND doc_id IN ({live})"
-        ))  # fmt: skip
+        aliased = live_aliases(catalog, home.catalog_path, digests, whole=derive_all)
         clusters = _plain(read_frame(catalog, "SELECT entity_key, cluster_key FROM entity_clusters"))
         titles = repr(catalog.execute(TITLES_DIGEST).fetchone())
         token = catalog.execute("SELECT value FROM meta WHERE key = ?", [OUTCOME_KEY]).fetchone()
