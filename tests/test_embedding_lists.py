@@ -128,6 +128,13 @@ def test_an_update_equals_a_whole_search_and_searches_only_what_changed(tmp_path
     again = ListCache(previous_cuts=cache.cuts)
     assert proposed_pairs(moved_lists, moved, settings, again) == proposed_pairs(moved_lists, moved, settings)
     assert 0 < again.cuts.compared < listed // 4
+    # The same lists again: every outcome is kept, taken as it was (nothing compared, sorted or written again).
+    same = ListCache(previous_cuts=cache.cuts, update=unchanged)
+    assert proposed_pairs(update.lists, new_vectors, settings, same) == kept
+    assert same.cuts.compared == 0 and same.cuts.mixed is cache.cuts.mixed and unchanged.unchanged
+    saved = tmp_path / "saved"
+    same.save(saved)
+    assert not saved.exists()  # the lists and outcomes taken as they were are the files' already
     # Another cut: nothing is reused.
     other = ListCache(previous_cuts=cache.cuts)
     proposed_pairs(update.lists, new_vectors, wider_cut := search_settings(CandidateConfig(embedding_floor=0.5,

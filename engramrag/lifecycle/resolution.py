@@ -174,10 +174,7 @@ def refresh_candidates(
         catalog.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [PAIRS_META_KEY, meta_value(stored.token, total)])
         catalog.execute("COMMIT")
     commit_pending(home.resolution_path)
-    if lists.update is not None:
-        lists.update.lists.save(home.resolution_path)
-    if lists.cuts is not None:
-        lists.cuts.save(home.resolution_path)
+    lists.save(home.resolution_path)
     return CandidateSummary(
         keys=len(table.keys),
         candidates=int(total),

@@ -19,7 +19,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +77,7 @@ class ListUpdate:
     lists: NeighbourLists
     searched: int  # keys searched against every later key
     kept: int  # keys whose list was kept and merged with the new or changed keys only
+    unchanged: bool = False  # the previous lists, as they were (nothing to write again)
 
 
 @dataclass
@@ -88,6 +89,14 @@ class ListCache:
     update: ListUpdate | None = None
     previous_cuts: PairCuts | None = None
     cuts: PairCuts | None = None
+
+    def save(self, folder: Path) -> None:
+        """This run's lists and outcomes, where they are not the previous ones taken as they were (the file's)."""
+        if self.update is not None and not self.update.unchanged:
+            self.update.lists.save(folder)
+        taken = self.previous_cuts is not None and self.cuts is not None and self.cuts.mixed is self.previous_cuts.mixed
+        if self.cuts is not None and not taken:
+            self.cuts.save(folder)
 
 
 def search_settings(config: CandidateConfig, dimension: int) -> SearchSettings | None:
@@ -173,6 +182,10 @@ def update_lists(
     if previous is None or previous.settings != settings.fingerprint or previous.indices.shape[1] != k:
         return ListUpdate(search_lists(keys, digests, vectors(), settings), n, 0)
     new_of_old, old_of_new, changed = match_keys(previous.keys, keys, equal_values(previous.digests, digests))
+    if n == len(previous.keys) and not changed.any():
+        # The same keys with the same vectors: the same lists (merging each with nothing keeps its order).
+        return ListUpdate(NeighbourLists(list(keys), list(digests), previous.indices, previous.similarities,
+                                         settings.fingerprint), 0, n, unchanged=True)  # fmt: skip
     kept = np.nonzero(~changed)[0]
     old_lists = previous.indices[old_of_new[kept]]
     mapped = np.where(old_lists >= 0, new_of_old[np.maximum(old_lists, 0)], -1)
@@ -229,6 +242,11 @@ def proposed_rows(
     if previous is not None and previous.settings == settings.fingerprint:
         known, reached = previous.outcomes(left, right)
     unknown = np.flatnonzero(~known)
+    if cache is not None and previous is not None and not len(unknown) and len(previous.mixed) == len(rows):
+        # Every listed pair's outcome was kept, and as many were kept as are listed: the kept outcomes serve as
+        # they are (an outcome is a function of the two vectors), not sorted and written again.
+        cache.cuts = replace(previous, compared=0)
+        return rows[reached], cols[reached]
     for start in range(0, len(unknown), BLOCK * width):
         chosen = unknown[start : start + BLOCK * width]
         first = np.asarray(vectors[rows[chosen]], dtype=np.float64)
