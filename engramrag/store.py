@@ -99,10 +99,23 @@ class Home:
             if path.is_file():
                 sizes[name] = path.stat().st_size
             elif path.is_dir():
-                sizes[name] = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+                sizes[name] = _folder_size(path)
             else:
                 sizes[name] = 0
         return sizes
+
+
+def _folder_size(folder: str | os.PathLike[str]) -> int:
+    """The bytes of the files under ``folder`` (links not followed), by ``os.scandir``: a resident builder measures
+    its stores after every build, and LanceDB's thousands of version files took 50 ms a walk through ``Path.rglob``."""
+    total = 0
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                total += _folder_size(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 @contextmanager

@@ -263,3 +263,15 @@ def test_run_costs_sum_each_run_and_leave_a_run_with_an_unknown_price_empty() ->
     assert pd.isna(per_run["cost_per_document_usd"].iloc[1]) and per_run["cost_per_document_usd"].iloc[2] == 0.0
     assert per_run["cost_note"].tolist() == ["no model call", "m: priced; no price for model 'x'", ""]
     assert pd.isna(per_run["run_id"].iloc[2])
+
+
+def test_store_sizes_sum_the_files_under_each_store_without_following_links(tmp_path) -> None:
+    home = Home.at(tmp_path / "home")
+    (home.lancedb_path / "chunks.lance" / "_versions").mkdir(parents=True)
+    (home.lancedb_path / "chunks.lance" / "_versions" / "1.manifest").write_bytes(b"x" * 100)
+    (home.lancedb_path / "chunks.lance" / "data.lance").write_bytes(b"y" * 23)
+    (home.lancedb_path / "elsewhere").symlink_to(tmp_path)  # a link is not walked into
+    home.catalog_path.parent.mkdir(parents=True, exist_ok=True)
+    home.catalog_path.write_bytes(b"z" * 7)
+    sizes = home.size_bytes()
+    assert sizes["lancedb"] == 123 and sizes["catalog"] == 7 and sizes["quads"] == 0
