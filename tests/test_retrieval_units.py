@@ -95,6 +95,18 @@ def test_nearest_neighbours_and_density_match_brute_force() -> None:
     assert alone.density(5)[0] == 0.0 and (alone.indices == -1).all()
 
 
+def _updated_like_a_full_search(before, keys, vectors, after_keys, after_vectors, k):
+    """The lists updated from ``before`` to the (sorted) after keys, asserted equal to a full search of them; the
+    update, the full search, and the keys and vectors as sorted."""
+    order = np.argsort(after_keys)
+    after_keys, after_vectors = [after_keys[i] for i in order], after_vectors[order]
+    update = update_neighbours(before, keys, vectors, after_keys, after_vectors, k=k)
+    full = nearest_neighbours(after_vectors, k=k)
+    assert np.array_equal(update.neighbours.indices, full.indices)
+    assert np.array_equal(update.neighbours.similarities, full.similarities)
+    return update, full, after_keys, after_vectors
+
+
 def test_neighbours_break_ties_by_index_and_an_update_equals_a_full_search() -> None:
     rng = np.random.default_rng(5)
     vectors = rng.normal(size=(400, 16)).astype(np.float32)
@@ -113,13 +125,8 @@ def test_neighbours_break_ties_by_index_and_an_update_equals_a_full_search() -> 
     after_vectors = np.vstack([vectors[survivors], arriving])
     after_vectors[-4] = vectors[20]
     after_vectors[survivors.index(100)] = after_vectors[survivors.index(101)]
-    order = np.argsort(after_keys)
-    after_keys, after_vectors = [after_keys[i] for i in order], after_vectors[order]
-
-    update = update_neighbours(before, keys, vectors, after_keys, after_vectors, k=5)
-    full = nearest_neighbours(after_vectors, k=5)
-    assert np.array_equal(update.neighbours.indices, full.indices)
-    assert np.array_equal(update.neighbours.similarities, full.similarities)
+    update, full, after_keys, after_vectors = _updated_like_a_full_search(before, keys, vectors, after_keys,
+                                                                          after_vectors, k=5)  # fmt: skip
     # Only the changed labels and those that had lost a neighbour were searched against everyone.
     assert 5 <= update.recomputed < 60 and update.kept == len(after_keys) - update.recomputed
     unchanged = update_neighbours(full, after_keys, after_vectors, after_keys, after_vectors, k=5)
@@ -145,12 +152,7 @@ def test_labels_arriving_near_kept_ones_enter_their_lists_as_a_full_search_puts_
     arriving = np.vstack([arriving, vectors[last]])
     after_keys = keys + [f"key-{i:04d}b" for i in (5, 77, 300, 301, 5, 450, 9, 599)] + [f"key-{last - 1:04d}z"]
     after_vectors = np.vstack([vectors, arriving])
-    order = np.argsort(after_keys)
-    after_keys, after_vectors = [after_keys[i] for i in order], after_vectors[order]
-    update = update_neighbours(before, keys, vectors, after_keys, after_vectors, k=6)
-    full = nearest_neighbours(after_vectors, k=6)
-    assert np.array_equal(update.neighbours.indices, full.indices)
-    assert np.array_equal(update.neighbours.similarities, full.similarities)
+    update, full, after_keys, _ = _updated_like_a_full_search(before, keys, vectors, after_keys, after_vectors, k=6)
     entered = {int(i) for i in np.flatnonzero(np.isin(full.indices, np.flatnonzero(
         [key.endswith(("b", "z")) for key in after_keys])).any(axis=1))}  # fmt: skip
     assert len(entered) >= 10 and update.recomputed == 9  # kept lists took the arrivals in, none searched again
