@@ -34,7 +34,9 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: Any = None) -> None:
         self._kept_engines: OrderedDict[str, Engine] = OrderedDict()
-        self._kept_lock = threading.Lock()
+        # Re-entrant: a connection to one database opened while one to another is held (Dagster's own class never
+        # does, its lock is not re-entrant) waits on nothing here.
+        self._kept_lock = threading.RLock()
         super().__init__(base_dir, inst_data)  # connects to the index database already
 
     @classmethod
