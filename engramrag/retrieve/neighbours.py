@@ -95,15 +95,13 @@ def update_neighbours(
     if len(merge_rows) and width:
         reach = _reached(vectors, merge_rows, merge_sims[:, width - 1], fresh)
         for rows, with_fresh in ((np.nonzero(~reach)[0], False), (np.nonzero(reach)[0], True)):
-            candidates, scores = merge_lists[rows], merge_sims[rows]
+            at, candidates, scores = merge_rows[rows], merge_lists[rows], merge_sims[rows]
             if with_fresh and len(rows):
-                at = merge_rows[rows]
                 extra = _exact(vectors[at].astype(np.float64) @ vectors[fresh].astype(np.float64).T)
                 candidates = np.concatenate([candidates, np.broadcast_to(fresh, (len(rows), len(fresh)))], axis=1)
                 scores = np.concatenate([scores, extra], axis=1)
                 candidates = np.where(np.isfinite(scores), candidates, -1)
             top, top_sims = _ordered(candidates, scores, width)
-            at = merge_rows[rows]
             indices[at, : top.shape[1]], similarities[at, : top.shape[1]] = top, top_sims
     return NeighbourUpdate(Neighbours(indices, similarities), len(recompute), len(merge_rows))
 
