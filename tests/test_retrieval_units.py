@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 
 import igraph as ig
@@ -1096,19 +1097,26 @@ def test_relation_sums_patched_from_the_last_build_equal_sums_of_every_row() -> 
                  str(rng.choice(["assertion", "analysis"])), doc) for _ in range(count)]  # fmt: skip
 
     before = _statement_table([row for doc in ("d1", "d2", "d3") for row in random_rows(doc, 60)])
-    first, patched = relation_sums(before, 12, 0.5)
+    first, patched = relation_sums(_ready(before), 12, 0.5)
     assert not patched and (first.counts > 0).all() and len(first.keys) < 180
     # d2 is joined again with other rows (a pair it named alone goes, new pairs come); d1's and d3's rows are kept.
     d2 = np.array(before.column("doc_id").to_pylist()) == "d2"
     kept = KeptRows(before, np.flatnonzero(~d2))
     joined = _statement_table([*random_rows("d2", 40), (10, 11, "uses", "assertion", "d2")])
     now = pa.concat_tables([before.take(np.flatnonzero(~d2)), joined]).unify_dictionaries()
-    sums, patched = relation_sums(now, 12, 0.5, kept, joined)
-    whole, _ = relation_sums(now, 12, 0.5)
+    sums, patched = relation_sums(_ready(now), 12, 0.5, kept, joined)
+    whole, _ = relation_sums(_ready(now), 12, 0.5)
     assert patched
     assert sums.keys.tolist() == whole.keys.tolist() and sums.counts.tolist() == whole.counts.tolist()
     assert sums.sums.tolist() == whole.sums.tolist()  # equal floats: halves and ones add exactly in any order
     # Not the table summed last, or a weight whose sums depend on their order: every row is summed.
-    assert not relation_sums(now, 12, 0.5, KeptRows(before, np.flatnonzero(~d2)), joined)[1]
-    relation_sums(before, 12, 0.3)
-    assert not relation_sums(now, 12, 0.3, kept, joined)[1]
+    assert not relation_sums(_ready(now), 12, 0.5, KeptRows(before, np.flatnonzero(~d2)), joined)[1]
+    relation_sums(_ready(before), 12, 0.3)
+    assert not relation_sums(_ready(now), 12, 0.3, kept, joined)[1]
+
+
+def _ready(rows: pa.Table) -> Future[pa.Table]:
+    """Rows as ``relation_sums`` is handed them while they are merged: a future, here one already done."""
+    future: Future[pa.Table] = Future()
+    future.set_result(rows)
+    return future

@@ -13,6 +13,7 @@ binary fraction) sums every row.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,14 +37,15 @@ class RelationSums:
 
 
 def relation_sums(
-    rows: pa.Table, node_count: int, analysis_weight: float, kept: KeptRows | None = None,
+    rows: Future[pa.Table], node_count: int, analysis_weight: float, kept: KeptRows | None = None,
     joined: pa.Table | None = None,
 ) -> tuple[RelationSums, bool]:  # fmt: skip
-    """The sums of ``rows`` (numbered statement rows), and whether they were patched: from the last call's when
-    ``rows`` are ``kept``'s rows (the last call's table, at its positions) merged with ``joined``, numbered alike."""
+    """The sums of ``rows`` (numbered statement rows, perhaps still being merged), and whether they were patched:
+    from the last call's when ``rows`` are ``kept``'s rows (the last call's table, at its positions) merged with
+    ``joined``, numbered alike (then ``rows`` is not waited for)."""
     last = _last.get(_LAST)
     patchable = (
-        last is not None and kept is not None and joined is not None and kept.table is last.rows
+        last is not None and kept is not None and joined is not None and kept.table is last.rows.result()
         and last.node_count == node_count and last.analysis_weight == analysis_weight and _exact(analysis_weight)
     )  # fmt: skip
     if patchable:
@@ -53,7 +55,7 @@ def relation_sums(
         gone = _summed(kept.table.take(np.flatnonzero(left)), node_count, analysis_weight)
         sums = _patched(last.sums, gone, _summed(joined, node_count, analysis_weight))
     else:
-        sums = _summed(rows, node_count, analysis_weight)
+        sums = _summed(rows.result(), node_count, analysis_weight)
     _last.put(_LAST, _Last(rows, node_count, analysis_weight, sums))
     return sums, patchable
 
@@ -97,7 +99,7 @@ def _exact(weight: float) -> bool:
 
 @dataclass(frozen=True)
 class _Last:
-    rows: pa.Table  # the rows summed (kept beside the index, and handed back as the next build's kept rows)
+    rows: Future[pa.Table]  # the rows summed (kept beside the index, and handed back as the next build's kept rows)
     node_count: int
     analysis_weight: float
     sums: RelationSums
