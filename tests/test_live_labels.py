@@ -90,3 +90,32 @@ def test_the_embedding_step_takes_the_live_labels_only_while_the_embedded_notes_
     assert not embedded([("d1", "x1|rules")])  # d2 not embedded yet
     assert not embedded([("d1", "x1|rules"), ("d2", "x0|rules")])  # d2 embedded at an earlier extraction
     assert not embedded([("d1", "x1|rules"), ("d2", "x2|rules"), ("d3", "x3|rules")])  # d3: no such live note
+
+
+def test_notes_extracted_again_with_the_same_label_maps_keep_the_labels_and_others_read_them_again(tmp_path) -> None:
+    home = Home.at(tmp_path / "home")
+    mentions = [("d1", "Falcon"), ("d2", "Postgres"), ("d2", "Falcon"), ("d3", "Zeta")]
+    write(home, [("d1", "x1", False), ("d2", "x2", False), ("d3", "x3", False)], mentions)
+    labels(home)
+    write(home, [("d1", "x1", False), ("d2", "x2b", False), ("d3", "x3", False)], mentions)
+    second = labels(home)  # the second state this process reads: every note's label map is read once
+    assert second == ("Falcon", "Postgres", "Zeta")
+    # d2 extracted again naming the same labels: taken as they were, not scanned again.
+    write(home, [("d1", "x1", False), ("d2", "x2c", False), ("d3", "x3", False)], mentions)
+    assert labels(home) is second
+    # d2 extracted again naming one label fewer, then one more: read again, and equal to a fresh process's read.
+    for extraction, named in (("x2d", [("d2", "Postgres")]), ("x2e", [("d2", "Postgres"), ("d2", "Alpha")])):
+        now = [("d1", "Falcon"), *named, ("d3", "Zeta")]
+        write(home, [("d1", "x1", False), ("d2", extraction, False), ("d3", "x3", False)], now)
+        with catalog_writer(home, 4) as catalog:
+            found = (labels_by_first_mention(catalog, home.catalog_path), live_labels(catalog, home.catalog_path))
+        fresh = Home.at(tmp_path / f"fresh-{extraction}")
+        write(fresh, [("d1", "x1", False), ("d2", extraction, False), ("d3", "x3", False)], now)
+        with catalog_writer(fresh, 4) as catalog:
+            assert found == (labels_by_first_mention(catalog, fresh.catalog_path),
+                             live_labels(catalog, fresh.catalog_path))  # fmt: skip
+    assert found == (("Falcon", "Alpha", "Postgres", "Zeta"), ("Alpha", "Falcon", "Postgres", "Zeta"))
+    # A note added with labels already known, and one gone: the labels are read again.
+    write(home, [("d1", "x1", False), ("d2", "x2e", True), ("d3", "x3", False), ("d4", "x4", False)],
+          [("d1", "Falcon"), ("d2", "Alpha"), ("d3", "Zeta"), ("d4", "Zeta")])  # fmt: skip
+    assert labels(home) == ("Falcon", "Zeta")
