@@ -67,9 +67,9 @@ from engramrag.revise.declarations import (
     document_pair,
     find_declarations,
 )
+from engramrag.revise.observations import ObservedNotes
 from engramrag.revise.versions import (
     NOT_PROPERTIES,
-    ObservedNotes,
     ValueRow,
     ValueSupersession,
     VersionConfig,

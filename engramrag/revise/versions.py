@@ -29,7 +29,6 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import groupby
@@ -40,14 +39,14 @@ import pandas as pd
 
 from engramrag.extract.builder import DOCUMENT_KEY
 from engramrag.extract.decision_fields import WIKI_LINK
-from engramrag.extract.properties import KEY_SEPARATORS, SINGLE_VALUED, property_finder
+from engramrag.extract.properties import SINGLE_VALUED, property_finder
 from engramrag.extract.textutil import normalise_label
 from engramrag.revise.declarations import VALUE_PREFIX
+from engramrag.revise.observations import Observation, ObservedNotes, gathered_observations, subject_title
 from engramrag.revise.references import ReferenceIndex
 from engramrag.run_memo import RunMemo
 from engramrag.vault.dates import find_date
 
-DATE_VALUED = frozenset({"deadline"})
 NOT_PROPERTIES = frozenset({
     "links_to", "has_section", "dated", "tagged", "mentions", "date", "created", "updated", "title", "aliases",
     "alias", "tags", "tag", "has_tag", "type", "kind", "author", "records_decision", "checkbox", "task",
@@ -237,26 +236,57 @@ def chains_of(
     titles = dict(zip(documents["doc_id"].astype(str), documents["title"], strict=True))
     for earlier, later in replaced_notes:
         if isinstance(titles.get(earlier), str) and isinstance(titles.get(later), str):
-            names.join([_subject_title(titles[earlier]), _subject_title(titles[later])])
+            names.join([subject_title(titles[earlier]), subject_title(titles[later])])
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
-    observed = _observations(stated, docs, table, config, names, counts, stated_keys)
-    # Only a chain of several notes asks whether one links to another.
-    links = _links(documents, link_targets_of, {o.path for found in observed.values() if len(found) > 1 for o in found},
-                   resolved_links)
+    gathered = gathered_observations(stated, docs, table, config, names, counts, stated_keys)
+    observed = gathered.found
+    kept, _kept_chains.value = _kept_chains.value, None
+    if gathered.changed is not None and kept is not None and kept.token is gathered.since:
+        # The chains of the keys whose observations did not change are the last run's (their notes' links too: a
+        # gathering is patched only while no note was renamed or retitled).
+        chains = kept.chains
+        redo = sorted(gathered.changed)
+        links = _links(documents, link_targets_of, {o.path for key in redo if len(observed.get(key, ())) > 1
+                                                    for o in observed[key]}, resolved_links)  # fmt: skip
+        for key in redo:
+            if key in observed:
+                chains[key] = _chain(*key, observed[key], links)
+            else:
+                chains.pop(key, None)
+    else:
+        # Only a chain of several notes asks whether one links to another.
+        links = _links(documents, link_targets_of,
+                       {o.path for found in observed.values() if len(found) > 1 for o in found}, resolved_links)
+        linked = {path: frozenset(targets) for path, targets in links.items()}
+        chains = {}
+        with _CHAINS.run() as made:
+            for (subject_key, prop), found in observed.items():
+                # A chain is a function of its observations and of the links of their notes (rebuilding 9,341 chains
+                # took 6 s of every run at 100,000 notes).
+                inputs = (subject_key, prop, tuple(found), tuple(linked.get(o.path) for o in found))
+                chains[subject_key, prop] = made(inputs, lambda: _chain(subject_key, prop, found, links))  # noqa: B023
     rows: list[ValueRow] = []
     replaced: list[ValueSupersession] = []
-    linked = {path: frozenset(targets) for path, targets in links.items()}
-    with _CHAINS.run() as made:
-        for (subject_key, prop), found in sorted(observed.items()):
-            # A chain is a function of its observations and of the links of their notes (rebuilding 9,341 chains
-            # took 6 s of every run at 100,000 notes).
-            inputs = (subject_key, prop, tuple(found), tuple(linked.get(o.path) for o in found))
-            chain_rows, chain_replaced = made(inputs, lambda: _chain(subject_key, prop, found, links))  # noqa: B023
-            rows += chain_rows
-            replaced += chain_replaced
+    for key in sorted(chains):
+        chain_rows, chain_replaced = chains[key]
+        rows += chain_rows
+        replaced += chain_replaced
+    _kept_chains.value = _KeptChains(gathered.token, chains)
     return rows, replaced
 
 
+@dataclass
+class _KeptChains:
+    token: object  # the gathering of observations the chains were made from (``observations.Gathered.token``)
+    chains: dict[tuple[str, str], tuple[list[ValueRow], list[ValueSupersession]]]
+
+
+@dataclass
+class _ChainsHolder:
+    value: _KeptChains | None = None
+
+
+_kept_chains = _ChainsHolder()  # the chains of this process's last run, for the next to patch
 _CHAINS: RunMemo[tuple, tuple[list[ValueRow], list[ValueSupersession]]] = RunMemo()
 
 
@@ -319,24 +349,6 @@ def stated_values(text: str, statements: Iterable, table: Mapping[str, tuple[str
     return found
 
 
-class _Observation(NamedTuple):
-    """One note's value of one property of one subject, as a chain reads it. A tuple: a chain's observations key its
-    kept result (``_CHAINS``), and tuples are hashed and compared in C (a dataclass's ``__eq__`` builds two tuples
-    per comparison)."""
-
-    subject: str
-    value_key: str
-    value: str
-    doc_id: str
-    path: str
-    date: str | None
-    date_source: str | None
-    line_start: int | None
-    line_end: int | None
-    quote: str
-    agent: bool
-
-
 def _with_labels(statements: pd.DataFrame, entities: pd.DataFrame) -> pd.DataFrame:
     """The statements with ``subject_label`` and ``object_label``: the label of the entity of the same document the
     subject or object names (None when it names none). A join, not a dict of every entity of the vault."""
@@ -350,203 +362,8 @@ def _with_labels(statements: pd.DataFrame, entities: pd.DataFrame) -> pd.DataFra
     return frame
 
 
-def _observations(
-    stated: Mapping[str, Sequence[StatedValue]],
-    docs: Mapping[str, object],
-    table: Mapping[str, tuple[str, ...]],
-    config: VersionConfig,
-    names: Names,
-    counts: ObservedNotes | None = None,
-    stated_keys: Mapping[str, Hashable] | None = None,
-) -> dict[tuple[str, str], list[_Observation]]:
-    series = _series_titles(docs)
-    # Keys and their words repeat across notes: what the names say of each is asked once.
-    asked = _Asked(names)
-    declared: dict[tuple[str, str], dict[str, _Observation]] = defaultdict(dict)
-    candidates: dict[tuple[str, str], dict[str, list[_Observation]]] = defaultdict(lambda: defaultdict(list))
-    # A note's observations are a function of its row, its values, its title and the names: with the names of the
-    # last run, a note's are kept (5 s of every timeline at 100,000 notes).
-    edition = names.edition()
-    names_token = _NAMES_TOKEN.of(edition) if edition is not None else None
-    with _NOTE_OBSERVATIONS.run() if names_token is not None else nullcontext() as made:
-        for doc_id in sorted(stated):
-            if doc_id not in docs or not stated[doc_id]:
-                continue
-            doc = docs[doc_id]
-            title = _subject_title(str(doc.title or doc.path))
-            title = "" if normalise_label(title) in series else title  # "Weekly sync" names a series, not a thing
-            values = stated[doc_id]
-            if names_token is None:
-                found_here = _note_observations(doc_id, doc, title, values, asked)
-            else:
-                stated_key = tuple(values) if stated_keys is None else stated_keys[doc_id]
-                inputs = (names_token, tuple(doc), title, stated_key)
-                found_here = made(inputs, lambda: _note_observations(doc_id, doc, title, values, asked))  # noqa: B023
-            for is_declared, key, observation in found_here:
-                if is_declared:
-                    declared[key][doc_id] = observation  # the last line of a document wins
-                else:
-                    candidates[key][doc_id].append(observation)
-            if counts is not None:
-                counts.notes += 1
-    if counts is not None:
-        counts.observed = asked.observed
-    found = {key: list(by_doc.values()) for key, by_doc in declared.items()}
-    single = set(_single_valued_by_data(candidates, config)) | {name.split(":", 1)[0] for _, name in declared}
-    for (subject_key, name), by_doc in candidates.items():
-        if name.split(":", 1)[0] in single or name in table:
-            held = found.setdefault((subject_key, name), [])
-            held_docs = {o.doc_id for o in held}
-            held += [observed[-1] for doc, observed in by_doc.items() if doc not in held_docs]
-    return found
-
-
-_NOTE_OBSERVATIONS: RunMemo[tuple, list[tuple[bool, tuple[str, str], _Observation]]] = RunMemo()
-
-
-@dataclass
-class _NamesToken:
-    """A small number per edition of the names (``Names.edition``), the same while the editions are equal: what a
-    note's kept observations are keyed by (the edition itself is long to hash once per note)."""
-
-    edition: object = None
-    token: int = 0
-
-    def of(self, edition: object) -> int:
-        if edition != self.edition:
-            self.edition, self.token = edition, self.token + 1
-        return self.token
-
-
-_NAMES_TOKEN = _NamesToken()
-
-
-@dataclass
-class ObservedNotes:
-    """How many notes with values a run read (``notes``), and of them how many it observed anew (``observed``; the
-    others' observations were kept from the last run, whose names were the same)."""
-
-    notes: int = 0
-    observed: int = 0
-
-
-class _Asked:
-    """What the names say of keys' words, asked once per run (keys and their words repeat across notes)."""
-
-    def __init__(self, names: Names) -> None:
-        self.names = names
-        self.observed = 0  # notes observed
-        self.heads: dict[str, tuple[str, str | None] | None] = {}
-        self.learned: dict[str, tuple[str | None, str]] = {}
-
-    def head(self, prefix: str) -> tuple[str, str | None] | None:
-        if prefix not in self.heads:
-            # "Billing service owner": the billing service's owner; "Figma contract owner": Figma's
-            self.heads[prefix] = (prefix, None) if self.names.known(prefix) else _known_head(prefix, self.names)
-        return self.heads[prefix]
-
-    def learned_key(self, key: str) -> tuple[str | None, str]:
-        if key not in self.learned:
-            self.learned[key] = _learned_key(key, self.names)
-        return self.learned[key]
-
-
-def _note_observations(
-    doc_id: str, doc: object, title: str, values: Sequence[StatedValue], asked: _Asked
-) -> list[tuple[bool, tuple[str, str], _Observation]]:
-    """One note's observations, in its line order: (of a declared property, (subject key, property), observation)."""
-    names = asked.names
-    asked.observed += 1
-    found = []
-    for value in values:
-        if value.prop is not None:
-            prop, prefix = value.prop, value.prefix
-            if value.own:
-                subject = value.own
-            elif prefix and (head := asked.head(prefix)):
-                subject, rest = head
-                prop = f"{prop}:{rest}" if rest is not None else prop
-            else:
-                subject = title
-                prop = f"{prop}:{prefix}" if prefix else prop  # "Tech lead" on a project page
-            is_declared = True
-        else:
-            named, prop = asked.learned_key(value.key)
-            subject = named if named is not None else value.own or title
-            is_declared = False
-        if not subject:
-            continue
-        observation = _observe(subject, value, doc_id, doc, prop, names)
-        found.append((is_declared, (names.find(subject), prop), observation))
-    return found
-
-
-def _known_head(words: str, names: Names) -> tuple[str, str] | None:
-    """(a known name the words start with, the words after it), longest name first."""
-    parts = words.split(" ")
-    for cut in range(len(parts) - 1, 0, -1):
-        head = " ".join(parts[:cut])
-        if names.known(head):
-            return head, " ".join(parts[cut:])
-    return None
-
-
-def _learned_key(key: str, names: Names) -> tuple[str | None, str]:
-    """(subject, property) of a key no declared property ends: a known name at the start of the key is the
-    subject ("Ledger service nightly reconciliation jobs"); a key that is a known name is that thing's status
-    ("Project Atlas: on track"); otherwise the key is a property of what the statement is about (subject None)."""
-    words = KEY_SEPARATORS.sub(" ", normalise_label(key)).strip()
-    if names.known(words):
-        return words, "status"
-    if found := _known_head(words, names):
-        return found[0], found[1].replace(" ", "_")
-    return None, words.replace(" ", "_")
-
-
-def _single_valued_by_data(
-    candidates: Mapping[tuple[str, str], Mapping[str, list[_Observation]]], config: VersionConfig
-) -> list[str]:
-    """Properties the data shows are single-valued: stated in enough documents, with more than one value over
-    time, and rarely two values in one document."""
-    if not config.learn_from_data:
-        return []
-    documents: dict[str, set[str]] = defaultdict(set)
-    values: dict[str, set[str]] = defaultdict(set)
-    pairs: dict[str, list[int]] = defaultdict(list)
-    for (_, prop), by_doc in candidates.items():
-        for doc, observed in by_doc.items():
-            documents[prop].add(doc)
-            values[prop].update(o.value_key for o in observed)
-            pairs[prop].append(len({o.value_key for o in observed}))
-    return sorted(
-        prop for prop in documents
-        if len(documents[prop]) >= config.learned_min_documents and len(values[prop]) > 1
-        and sum(count > 1 for count in pairs[prop]) / len(pairs[prop]) <= config.learned_max_multi_share
-    )  # fmt: skip
-
-
-def _observe(subject: str, value: StatedValue, doc_id: str, doc: object, prop: str, names: Names) -> _Observation:
-    date, source = doc.doc_date if isinstance(doc.doc_date, str) else None, doc.date_source
-    stated = value.stated if prop.split(":", 1)[0] not in DATE_VALUED else None
-    if stated and (date is None or stated != date):
-        date, source = stated, "statement"
-    return _Observation(
-        subject, names.find(value.value), value.value.strip(), doc_id, str(doc.path), date,
-        source if isinstance(source, str) else None, value.line_start, value.line_end, value.quote,
-        bool(doc.agent_authored),
-    )
-
-
-def _series_titles(docs: Mapping[str, object]) -> set[str]:
-    """Titles (without their dates) that several notes share: a meeting series, not the name of one thing."""
-    counts: dict[str, int] = defaultdict(int)
-    for doc in docs.values():
-        counts[normalise_label(_subject_title(str(doc.title or doc.path)))] += 1
-    return {title for title, count in counts.items() if count > 1}
-
-
 def _chain(
-    subject_key: str, prop: str, found: list[_Observation], links: Mapping[str, set[str]]
+    subject_key: str, prop: str, found: list[Observation], links: Mapping[str, set[str]]
 ) -> tuple[list[ValueRow], list[ValueSupersession]]:
     by_path = {o.path: o for o in found}
     dated = sorted(found, key=lambda o: (o.date or "", o.path))
@@ -559,7 +376,7 @@ def _chain(
         ):
             restated.add(o.path)
     # versions: runs of one value among the documents that state it anew
-    versions: list[list[_Observation]] = []
+    versions: list[list[Observation]] = []
     for o in dated:
         if o.path in restated:
             continue
@@ -601,7 +418,7 @@ def _chain(
     return sorted(rows.values(), key=lambda r: (r.doc_date or "", r.path)), replaced
 
 
-def _within(targets: Collection[str], by_path: Mapping[str, _Observation]) -> Iterable[str]:
+def _within(targets: Collection[str], by_path: Mapping[str, Observation]) -> Iterable[str]:
     """The link targets that are notes of the chain, looked up from whichever side is smaller (a note can link to
     hundreds of others, a chain can hold hundreds of notes)."""
     if len(targets) <= len(by_path):
@@ -609,7 +426,7 @@ def _within(targets: Collection[str], by_path: Mapping[str, _Observation]) -> It
     return (path for path in by_path if path in targets)
 
 
-def _successor_versions(versions: list[list[_Observation]], number: int, value_key: str) -> list[int]:
+def _successor_versions(versions: list[list[Observation]], number: int, value_key: str) -> list[int]:
     """The later versions a document of version ``number`` holding ``value_key`` is superseded by: the first one
     with another value (what replaced it) and the last one with another value (the current version, unless the
     document holds the current value again). Every version between is reached through the chain; linking each
@@ -619,7 +436,7 @@ def _successor_versions(versions: list[list[_Observation]], number: int, value_k
     return list(dict.fromkeys(later[:1] + later[-1:]))
 
 
-def _version_ends(run: list[_Observation]) -> list[_Observation]:
+def _version_ends(run: list[Observation]) -> list[Observation]:
     """The documents that stand for a version: the first (where the value starts) and the latest (where it was
     last stated). The notes between restate it."""
     return list({o.path: o for o in (run[0], run[-1])}.values())
@@ -637,7 +454,7 @@ def names_of(
     names = Names()
     for title, aliases in titles:
         if isinstance(title, str):
-            names.join([_subject_title(title), *aliases])
+            names.join([subject_title(title), *aliases])
     for label in labels:
         names.add(str(label))
     # The union's roots do not depend on the order of joins: each distinct (label, aliases) is joined once.
@@ -706,14 +523,6 @@ def _links(
             found |= resolved[target, folder]
         links[path] = found - {path}
     return links
-
-
-@lru_cache(maxsize=1 << 18)  # every note's title, twice per timeline run
-def _subject_title(title: str) -> str:
-    """A note's title as the name of what it is about: without a leading or trailing date."""
-    text = re.sub(r"^\s*\d{4}[-.]\d{2}[-.]\d{2}\s*[:\-–—]?\s*|\s*[:\-–—(]?\s*\d{4}[-.]\d{2}[-.]\d{2}\)?\s*$", "",
-                  title)  # fmt: skip
-    return text.strip() or title
 
 
 @lru_cache(maxsize=65536)
