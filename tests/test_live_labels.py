@@ -119,3 +119,48 @@ def test_notes_extracted_again_with_the_same_label_maps_keep_the_labels_and_othe
     write(home, [("d1", "x1", False), ("d2", "x2e", True), ("d3", "x3", False), ("d4", "x4", False)],
           [("d1", "Falcon"), ("d2", "Alpha"), ("d3", "Zeta"), ("d4", "Zeta")])  # fmt: skip
     assert labels(home) == ("Falcon", "Zeta")
+
+
+def test_the_overlay_check_is_given_again_for_the_same_rows_and_labels_and_made_again_when_either_moves(tmp_path):
+    from engramrag.checks.resolution import overlay_names_existing_entities
+
+    home = Home.at(tmp_path / "home")
+    write(home, [("d1", "x1", False), ("d2", "x2", False)], [("d1", "Falcon"), ("d2", "Postgres")])
+
+    def clusters(rows: list[tuple[str, str]]) -> None:
+        with catalog_writer(home, 4) as catalog:
+            catalog.execute("DELETE FROM entity_clusters")
+            for key, cluster in rows:
+                catalog.execute("INSERT INTO entity_clusters (entity_key, cluster_key) VALUES (?, ?)", [key, cluster])
+
+    clusters([("falcon", "falcon"), ("postgres", "falcon")])
+    first = overlay_names_existing_entities(home)
+    assert first.passed and overlay_names_existing_entities(home) is first
+    clusters([("falcon", "falcon"), ("postgres", "falcon"), ("atlas", "falcon")])  # a key no live note mentions
+    stray = overlay_names_existing_entities(home)
+    assert not stray.passed and stray.metadata["failures"][0]["examples"] == ["atlas"]
+    write(home, [("d1", "x1", False), ("d2", "x2b", False)], [("d1", "Falcon"), ("d2", "Postgres"), ("d2", "Atlas")])
+    assert overlay_names_existing_entities(home).passed  # the labels moved: checked again
+
+
+def test_order_free_digests_keep_which_values_go_together(tmp_path) -> None:
+    # DuckDB's hash(a, b) XORed over rows kept each column's values but not their pairing: two clusters of two
+    # merged into one, or two notes trading titles, left the digests the steps compare as they were.
+    from engramrag.lifecycle.freshness import CATALOG_PARTS
+    from engramrag.lifecycle.timeline_notes import TITLES_DIGEST
+
+    home = Home.at(tmp_path / "home")
+    write(home, [("d1", "x1", False), ("d2", "x2", False)], [])
+    states = {
+        "clusters": ("DELETE FROM entity_clusters; INSERT INTO entity_clusters VALUES ('a', 'a'), ('b', 'a'), "
+                     "('c', 'c'), ('d', 'c')", "UPDATE entity_clusters SET cluster_key = 'a'"),
+        "titles": ("UPDATE documents SET title = CASE doc_id WHEN 'd1' THEN 'X' ELSE 'Y' END",
+                   "UPDATE documents SET title = CASE doc_id WHEN 'd1' THEN 'Y' ELSE 'X' END"),
+    }  # fmt: skip
+    for name, (before, after) in states.items():
+        query = CATALOG_PARTS["clusters"] if name == "clusters" else TITLES_DIGEST
+        with catalog_writer(home, 4) as catalog:
+            catalog.execute(before)
+            first = catalog.execute(query).fetchone()
+            catalog.execute(after)
+            assert catalog.execute(query).fetchone() != first, name

@@ -1120,3 +1120,40 @@ def _ready(rows: pa.Table) -> Future[pa.Table]:
     future: Future[pa.Table] = Future()
     future.set_result(rows)
     return future
+
+
+def test_the_index_fingerprint_moves_with_each_part_it_is_made_of_and_with_nothing_else(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from engramrag.catalog.connection import catalog_writer
+    from engramrag.retrieve.config import IndexConfig
+    from engramrag.retrieve.published_index import index_fingerprint
+    from engramrag.store import Home
+
+    home = Home.at(tmp_path / "home")
+    embedder = SimpleNamespace(name="hash-64")
+    changes = [
+        "INSERT INTO documents (doc_id, path, bucket, agent_authored, body_hash, size_bytes, mtime_ns, text, gone) "
+        "VALUES ('d1', 'a.md', 0, false, 'h', 1, 0, '', false), ('d2', 'b.md', 0, false, 'h', 1, 0, '', false)",
+        "INSERT INTO embedded_documents VALUES ('d1', 0, 'x1|rules', 'hash-64', 1, 1, 1, now())",
+        "UPDATE embedded_documents SET extraction = 'x2|rules'",
+        "UPDATE documents SET path = 'c.md' WHERE doc_id = 'd2'",
+        "UPDATE documents SET doc_date = '2024-05-01' WHERE doc_id = 'd1'",
+        "INSERT INTO entity_clusters VALUES ('falcon', 'falcon'), ('falcon db', 'falcon')",
+        "UPDATE entity_clusters SET cluster_key = 'falcon db'",
+        "INSERT INTO supersessions (earlier_key, later_key, earlier_doc_id, later_doc_id, earlier_title, later_title) "
+        "VALUES ('k1', 'k2', 'd1', 'd2', 'A', 'B')",
+        "INSERT INTO document_supersessions (earlier_doc_id, later_doc_id, earlier_path, later_path, reason, form, "
+        "left_key, right_key) VALUES ('d1', 'd2', 'a.md', 'c.md', 'declared', 'replaces', 'l', 'r')",
+        "UPDATE document_supersessions SET since = '2024-06-01'",
+        "DELETE FROM documents WHERE doc_id = 'd2'",
+    ]
+    with catalog_writer(home, 4) as catalog:
+        seen = [index_fingerprint(catalog, embedder, IndexConfig())]
+        for change in changes:
+            catalog.execute(change)
+            seen.append(index_fingerprint(catalog, embedder, IndexConfig()))
+        catalog.execute("UPDATE documents SET text = 'not part of it', size_bytes = 9")
+        assert index_fingerprint(catalog, embedder, IndexConfig()) == seen[-1]
+        assert index_fingerprint(catalog, SimpleNamespace(name="other"), IndexConfig()) != seen[-1]
+    assert len(set(seen)) == len(seen), [changes[i - 1][:50] for i, f in enumerate(seen) if seen.index(f) != i]

@@ -6,20 +6,43 @@ and an extraction records its text hash, its extractor and when it ran (a re-ext
 
 from __future__ import annotations
 
+EXTRACTION_COLUMNS = ("extracted_hash", "extractor", "extracted_at")
+
+
+def extraction_columns(table: str = "") -> tuple[str, ...]:
+    """The columns that name a note's extraction, of ``table`` (an alias) when given, one expression each."""
+    prefix = f"{table}." if table else ""
+    return tuple(f"{prefix}{column}" for column in EXTRACTION_COLUMNS)
+
 
 def extraction(table: str = "") -> str:
-    """The columns that name a note's extraction, of ``table`` (an alias) when given."""
-    prefix = f"{table}." if table else ""
-    return f"{prefix}extracted_hash, {prefix}extractor, {prefix}extracted_at::VARCHAR"
+    """The columns that name a note's extraction, of ``table`` (an alias) when given, as one list."""
+    hashed, extractor, extracted_at = extraction_columns(table)
+    return f"{hashed}, {extractor}, {extracted_at}::VARCHAR"
+
+
+def row_hash(*columns: str) -> str:
+    """One hash of a row's ``columns`` (expressions) taken together, for an order-free digest of many rows
+    (``bit_xor``). Not DuckDB's ``hash(a, b)``: it combines each value's hash so that a XOR over rows keeps each
+    column's values but not which go together (a key moved between two clusters of two, or two notes trading titles,
+    left such a digest as it was); the values joined as text are hashed as one."""
+    values = ", ".join(f"coalesce(({column})::VARCHAR, chr(30))" for column in columns)
+    return f"hash(concat_ws(chr(31), {values}))"
+
+
+def rows_digest(rows: str, *columns: str) -> str:
+    """A query of one row: how many ``rows`` (a table, with its ``WHERE`` if any) there are and an order-free digest
+    of their ``columns``."""
+    return f"SELECT count(*), bit_xor({row_hash(*columns)}) FROM {rows}"
 
 
 def live_documents_digest(*columns: str) -> str:
     """A query of one row: how many notes are live and an order-free digest of each one's id and ``columns``."""
-    return f"SELECT count(*), bit_xor(hash(doc_id, {', '.join(columns)})) FROM documents WHERE NOT gone"
+    return rows_digest("documents WHERE NOT gone", "doc_id", *columns)
 
 
 # Which notes are live and which extraction wrote each one's rows: what their mention rows are a function of.
-LIVE_EXTRACTIONS = live_documents_digest(extraction())
+LIVE_EXTRACTIONS = live_documents_digest(*extraction_columns())
 
 
 def note_digest(*columns: str, table: str = "") -> str:

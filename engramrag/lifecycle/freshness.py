@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 import duckdb
 
 from engramrag.catalog.connection import catalog_reader, catalog_writer
-from engramrag.catalog.digests import extraction, live_documents_digest
+from engramrag.catalog.digests import extraction_columns, live_documents_digest, rows_digest
 from engramrag.decisions.store import MERGE, SUPERSESSION, DecisionsStore
 from engramrag.store import Home
 
@@ -33,22 +33,22 @@ T = TypeVar("T")
 
 # The live notes as the steps read them. extracted_at: a re-extraction with the same text (a --full build) rewrites
 # the graphs the steps add to.
-_LIVE_DOCUMENTS = live_documents_digest("path", "body_hash", extraction(), "doc_date", "date_source")
+_LIVE_DOCUMENTS = live_documents_digest("path", "body_hash", *extraction_columns(), "doc_date", "date_source")
 
 # What a step can read, each as one aggregate over the catalog (order-independent, cheap at 100,000 rows).
 CATALOG_PARTS: dict[str, str] = {
     "documents": _LIVE_DOCUMENTS,
     # The live notes that record decisions (the supersession steps read only these): an edit elsewhere leaves it.
     "decision_documents": f"{_LIVE_DOCUMENTS} AND doc_id IN (SELECT doc_id FROM decisions)",
-    "embeddings": "SELECT count(*), bit_xor(hash(doc_id, extraction, embedder)) FROM embedded_documents",
-    "automatic_merges": "SELECT count(*), bit_xor(hash(left_key, right_key, score)) FROM resolution_candidates "
-    "WHERE auto_merge AND NOT vetoed",
-    "clusters": "SELECT count(*), bit_xor(hash(entity_key, cluster_key)) FROM entity_clusters",
-    "proposals": "SELECT count(*), bit_xor(hash(earlier_key, later_key, earlier_path, later_path, declared_in, "
-    "score)) FROM supersession_candidates",
+    "embeddings": rows_digest("embedded_documents", "doc_id", "extraction", "embedder"),
+    "automatic_merges": rows_digest("resolution_candidates WHERE auto_merge AND NOT vetoed", "left_key", "right_key",
+                                    "score"),
+    "clusters": rows_digest("entity_clusters", "entity_key", "cluster_key"),
+    "proposals": rows_digest("supersession_candidates", "earlier_key", "later_key", "earlier_path", "later_path",
+                             "declared_in", "score"),
     # Model reviews that got no answer: a step that left some is stale at the next build, which asks them again.
-    "failed_model_reviews": "SELECT count(*), bit_xor(hash(earlier_key, later_key)) FROM supersession_model_reviews "
-    "WHERE outcome = 'failed'",
+    "failed_model_reviews": rows_digest("supersession_model_reviews WHERE outcome = 'failed'", "earlier_key",
+                                        "later_key"),
 }
 
 # Per step: the catalog parts and the decision topics it reads.

@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from engramrag.arrow_files import UNREADABLE, read_table, write_table
-from engramrag.catalog.digests import note_digest
+from engramrag.catalog.digests import note_digest, rows_digest
 from engramrag.revise.declarations import DeclaredReference
 from engramrag.revise.versions import StatedValue
 from engramrag.run_memo import FilesKept
@@ -31,7 +31,7 @@ from engramrag.run_memo import FilesKept
 FILE = "notes.arrow"
 LINKS_FILE = "links.arrow"
 # What the resolution of a wiki link depends on: the live notes' paths and titles.
-TITLES_DIGEST = "SELECT count(*), bit_xor(hash(path, coalesce(title, chr(0)))) FROM documents WHERE NOT gone"
+TITLES_DIGEST = rows_digest("documents WHERE NOT gone", "path", "title")
 # What a note's facts are derived from, as the catalog states it: its text, its front matter and its extraction
 # (a re-extraction of the same text, a --full build, rewrites its statements).
 NOTE_DIGEST = note_digest("doc_id", "body_hash", "front_matter::VARCHAR")

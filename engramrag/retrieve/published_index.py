@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 
 from engramrag.catalog.connection import catalog_reader
+from engramrag.catalog.digests import rows_digest
 from engramrag.embed.base import Embedder
 from engramrag.retrieve.config import IndexConfig
 from engramrag.store import Home
@@ -42,25 +43,21 @@ def current_index(home: Home) -> Path | None:
     return folder if (folder / "manifest.json").exists() else None
 
 
-# What an index is built from, each part one row of text: the embedded documents, the live paths, people's
-# verdicts (a merge reaches the graph through the clusters, an accepted supersession through supersessions), the
-# timeline's supersessions and the notes' dates.
+# What an index is built from, each part one row: the embedded documents, the live paths, people's verdicts (a merge
+# reaches the graph through the clusters, an accepted supersession through supersessions), the timeline's
+# supersessions and the notes' dates. Each as a count of its rows and an order-free digest of them
+# (``catalog.digests``' rule; joining the rows as text took 40 ms of every build at 10,000 notes).
 FINGERPRINT_PARTS = (
-    "SELECT coalesce(string_agg(doc_id || ':' || extraction || ':' || embedder, ',' ORDER BY doc_id), '') "
-    "FROM embedded_documents",
-    "SELECT coalesce(string_agg(doc_id || ':' || path, ',' ORDER BY doc_id), '') FROM documents WHERE NOT gone",
-    "SELECT coalesce(string_agg(entity_key || '=' || cluster_key, ',' ORDER BY entity_key), '') FROM entity_clusters",
-    "SELECT coalesce(string_agg(earlier_key || '>' || later_key, ',' ORDER BY earlier_key, later_key), '') "
-    "FROM supersessions",
-    "SELECT coalesce(string_agg(left_key || '>' || right_key || ':' || reason || ':' || coalesce(since, ''), ','"
-    " ORDER BY left_key, right_key), '') FROM document_supersessions",
-    "SELECT coalesce(string_agg(doc_id || ':' || coalesce(doc_date, ''), ',' ORDER BY doc_id), '') "
-    "FROM documents WHERE NOT gone",
+    rows_digest("embedded_documents", "doc_id", "extraction", "embedder"),
+    rows_digest("documents WHERE NOT gone", "doc_id", "path", "doc_date"),
+    rows_digest("entity_clusters", "entity_key", "cluster_key"),
+    rows_digest("supersessions", "earlier_key", "later_key"),
+    rows_digest("document_supersessions", "left_key", "right_key", "reason", "since"),
 )
 
 
 def index_fingerprint(catalog: duckdb.DuckDBPyConnection, embedder: Embedder, index_config: IndexConfig) -> str:
     """A digest of what the index would be built from now, and of the format and settings it would be built with."""
-    parts = [catalog.execute(query).fetchone()[0] for query in FINGERPRINT_PARTS]
+    parts = [repr(catalog.execute(query).fetchone()) for query in FINGERPRINT_PARTS]
     settings = json.dumps([FORMAT, embedder.name, dataclasses.asdict(index_config)], sort_keys=True)
     return hashlib.blake2b("|".join([*parts, settings]).encode(), digest_size=16).hexdigest()
