@@ -172,3 +172,19 @@ def test_vector_digests_kept_by_key_are_the_digests_computed_afresh() -> None:
     again = vector_digests(new_vectors, new_present, new_keys)
     assert again == vector_digests(new_vectors, new_present)
     assert again[new_keys.index("key 007")] != "" and again[new_keys.index("key 005")] != first[5]
+
+
+def test_the_very_read_only_rows_digested_last_keep_their_digests_and_a_writable_matrix_is_digested_again() -> None:
+    keys = [f"key {number:03d}" for number in range(50)]
+    vectors = np.random.default_rng(4).normal(size=(50, 8)).astype(np.float32)
+    present = np.ones(50, dtype=bool)
+    writable = vectors.copy()
+    first = vector_digests(writable, present, keys)
+    writable[3] += 1.0  # a writable matrix changed in place after it was digested
+    assert vector_digests(writable, present, keys)[3] != first[3]
+    vectors.setflags(write=False)
+    second = vector_digests(vectors, present, keys)
+    assert vector_digests(vectors, present, keys) == second == vector_digests(vectors.copy(), present)
+    fewer = present.copy()
+    fewer[9] = False
+    assert vector_digests(vectors, fewer, keys)[9] == ""  # the same rows, another presence: not taken as they were

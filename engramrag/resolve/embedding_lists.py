@@ -134,6 +134,9 @@ def vector_digests(vectors: np.ndarray, present: np.ndarray, keys: list[str] | N
     rows = np.ascontiguousarray(vectors, dtype=np.float32)
     digests: list[str | None] = [None] * rows.shape[0]
     last = _last_digests
+    if (keys is not None and rows is last.rows and not rows.flags.writeable and keys == last.keys
+            and np.array_equal(present, last.present)):  # fmt: skip
+        return list(last.digests)  # the very rows digested last, which nobody can have changed since (20 ms)
     if keys is not None and last.keys is not None and last.rows is not None and last.rows.shape[1:] == rows.shape[1:]:
         same_rows = equal_rows(last.rows, rows)
         _, old_of_new, _ = match_keys(
