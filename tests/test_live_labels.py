@@ -39,15 +39,16 @@ def test_live_labels_are_read_again_only_when_the_live_notes_or_their_extraction
     first = labels(home)
     assert first == ("Falcon", "Postgres")
     assert labels(other) == ("Zeta",) and labels(home) is first  # kept per catalog file
-    # d2 extracted again: its rows are read. One read gives both orders: by first mention and sorted.
-    write(home, [("d1", "x1", False), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
+    # Both extracted again (a note's rows change only with its extraction): their labels are read again. One read
+    # gives both orders: by first mention and sorted.
+    write(home, [("d1", "x1b", False), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
     with catalog_writer(home, 4) as catalog:
         first_mentioned = labels_by_first_mention(catalog, home.catalog_path)
         assert first_mentioned == ("Alpha", "Zulu", "Lance DB")  # d1's rows by entity key ("alpha" < "zulu"), then d2
         assert live_labels(catalog, home.catalog_path) == ("Alpha", "Lance DB", "Zulu")
         assert labels_by_first_mention(catalog, home.catalog_path) is first_mentioned
     # d1 gone: its labels leave the live ones.
-    write(home, [("d1", "x1", True), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
+    write(home, [("d1", "x1b", True), ("d2", "x2b", False)], [("d1", "Zulu"), ("d2", "Lance DB"), ("d1", "Alpha")])
     assert labels(home) == ("Lance DB",)
 
 
@@ -92,33 +93,48 @@ def test_the_embedding_step_takes_the_live_labels_only_while_the_embedded_notes_
     assert not embedded([("d1", "x1|rules"), ("d2", "x2|rules"), ("d3", "x3|rules")])  # d3: no such live note
 
 
-def test_notes_extracted_again_with_the_same_label_maps_keep_the_labels_and_others_read_them_again(tmp_path) -> None:
+def test_labels_patched_from_the_notes_extracted_again_equal_every_label_read_again(tmp_path) -> None:
+    # Issue 16: a one-note edit read and sorted every live label (65 ms at 10,000 notes); only the labels first
+    # mentioned in the notes that moved, or named by them now, are read again.
+    import random
+
+    rng = random.Random(16)
     home = Home.at(tmp_path / "home")
-    mentions = [("d1", "Falcon"), ("d2", "Postgres"), ("d2", "Falcon"), ("d3", "Zeta")]
-    write(home, [("d1", "x1", False), ("d2", "x2", False), ("d3", "x3", False)], mentions)
-    labels(home)
-    write(home, [("d1", "x1", False), ("d2", "x2b", False), ("d3", "x3", False)], mentions)
-    second = labels(home)  # the second state this process reads: every note's label map is read once
-    assert second == ("Falcon", "Postgres", "Zeta")
-    # d2 extracted again naming the same labels: taken as they were, not scanned again.
-    write(home, [("d1", "x1", False), ("d2", "x2c", False), ("d3", "x3", False)], mentions)
-    assert labels(home) is second
-    # d2 extracted again naming one label fewer, then one more: read again, and equal to a fresh process's read.
-    for extraction, named in (("x2d", [("d2", "Postgres")]), ("x2e", [("d2", "Postgres"), ("d2", "Alpha")])):
-        now = [("d1", "Falcon"), *named, ("d3", "Zeta")]
-        write(home, [("d1", "x1", False), ("d2", extraction, False), ("d3", "x3", False)], now)
+    names = ["Falcon", "Postgres", "Zeta", "Alpha", "Lance DB", "Kafka", "Atlas", "Minji", "Billing", "Ledger"]
+    notes = {f"d{number}": [0, False, rng.sample(names, 3)] for number in range(8)}  # extraction, gone, labels
+
+    def written() -> None:
+        write(home, [(doc, f"x{extraction}", gone) for doc, (extraction, gone, _) in notes.items()],
+              [(doc, label) for doc, (_, _, named) in notes.items() for label in named])  # fmt: skip
+
+    def expected() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        with catalog_writer(home, 4) as catalog:
+            first = tuple(label for (label,) in catalog.execute(
+                "SELECT e.label FROM entities e JOIN documents d USING (doc_id) WHERE NOT d.gone "
+                "GROUP BY e.label ORDER BY min(e.doc_id || chr(0) || e.entity_key), e.label"
+            ).fetchall())  # fmt: skip
+        return first, tuple(sorted(first))
+
+    written()
+    kept_as_they_were = 0
+    for step in range(40):
+        with catalog_writer(home, 4) as catalog:
+            before = labels_by_first_mention(catalog, home.catalog_path)
+        # One or two notes extracted again with other labels (or the same), one now and then gone or back.
+        for doc in rng.sample(sorted(notes), rng.choice([1, 1, 2])):
+            notes[doc][0] += 1
+            if rng.random() < 0.15:
+                notes[doc][1] = not notes[doc][1]
+            elif rng.random() < 0.6:
+                notes[doc][2] = rng.sample(names, rng.randint(0, 4))
+        if rng.random() < 0.1:
+            notes[f"d{len(notes)}"] = [0, False, rng.sample(names, 2)]
+        written()
         with catalog_writer(home, 4) as catalog:
             found = (labels_by_first_mention(catalog, home.catalog_path), live_labels(catalog, home.catalog_path))
-        fresh = Home.at(tmp_path / f"fresh-{extraction}")
-        write(fresh, [("d1", "x1", False), ("d2", extraction, False), ("d3", "x3", False)], now)
-        with catalog_writer(fresh, 4) as catalog:
-            assert found == (labels_by_first_mention(catalog, fresh.catalog_path),
-                             live_labels(catalog, fresh.catalog_path))  # fmt: skip
-    assert found == (("Falcon", "Alpha", "Postgres", "Zeta"), ("Alpha", "Falcon", "Postgres", "Zeta"))
-    # A note added with labels already known, and one gone: the labels are read again.
-    write(home, [("d1", "x1", False), ("d2", "x2e", True), ("d3", "x3", False), ("d4", "x4", False)],
-          [("d1", "Falcon"), ("d2", "Alpha"), ("d3", "Zeta"), ("d4", "Zeta")])  # fmt: skip
-    assert labels(home) == ("Falcon", "Zeta")
+        assert found == expected(), f"step {step}"
+        kept_as_they_were += found[0] is before
+    assert 0 < kept_as_they_were < 40  # some edits moved no label: the very tuple was given again
 
 
 def test_the_overlay_check_is_given_again_for_the_same_rows_and_labels_and_made_again_when_either_moves(tmp_path):
