@@ -116,3 +116,20 @@ def test_form_grams_rank_trigrams_by_text_and_number_whatever_order_they_were_me
                                                                           key=grams.grams.__getitem__)  # fmt: skip
     again = grams.of(["ba", "abab"])
     assert again[0] is second and again[1] is first  # kept from the last run, not cut again
+
+
+def test_the_alias_leg_kept_for_the_same_aliases_is_the_leg_of_each_table() -> None:
+    from engramrag.resolve.blocking import blocked_rows
+
+    plain = table({}, {})
+    aliased = table({"Kubernetes": ["kube", "Managed Postgres"], "ADR-0001": ["decision record"],
+                     "ADR-0002": ["decision record"]}, {})  # fmt: skip
+    surface = SurfacePairs.of(surface_pairs(plain, CONFIG), "f")
+    found = {}
+    for name, keys in (("plain", plain), ("aliased", aliased), ("aliased", aliased), ("plain", plain)):
+        rows = blocked_rows(keys, CONFIG, surface)
+        pairs = set(zip(rows[0].tolist(), rows[1].tolist(), strict=True))
+        assert pairs == set(blocked_pairs(keys, CONFIG)), name
+        found.setdefault(name, pairs)
+        assert found[name] == pairs
+    assert found["aliased"] > found["plain"]

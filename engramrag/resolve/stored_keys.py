@@ -48,7 +48,7 @@ from engramrag.resolve.keytable import (
     mention_lists,
 )
 from engramrag.resolve.mention_rows import MentionRow
-from engramrag.run_memo import RunMemo
+from engramrag.run_memo import RunMemo, Same
 
 META_KEY = "resolution_keys"
 KEY_ROW_COLUMNS = ("entity_key", "inputs", "label", "kind", "check_kind", "declared", "written", "documents")
@@ -75,10 +75,19 @@ class KeyTableUpdate:
 
 def live_label_keys(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> pd.DataFrame:
     """``label`` and its stable ``key``, for every label of the live mentions whose key is not empty, in the order
-    labels are first mentioned (by document, then entity key): the order the label vectors are chosen in."""
+    labels are first mentioned (by document, then entity key): the order the label vectors are chosen in. A frame
+    the caller reads, never changes: a resident process hands the same one out while the labels are the same."""
     labels = labels_by_first_mention(catalog, catalog_path)
+    with _LABEL_KEYS.run() as made:  # the very labels of the last run (``live_labels`` keeps them): its frame
+        return made(Same(labels), lambda: _label_keys(labels))
+
+
+def _label_keys(labels: tuple[str, ...]) -> pd.DataFrame:
     frame = pd.DataFrame({"label": labels, "key": [normalise_label(label) for label in labels]}, dtype=object)
     return frame[frame["key"] != ""].reset_index(drop=True)
+
+
+_LABEL_KEYS: RunMemo[Same, pd.DataFrame] = RunMemo()
 
 
 def key_inputs(catalog: duckdb.DuckDBPyConnection, labels: pd.DataFrame) -> dict[str, str]:
