@@ -300,3 +300,23 @@ def test_key_vectors_are_kept_for_the_same_labels_and_stored_vectors_only(tmp_pa
     assert list(grown) == ["falcon", "lancedb", "postgres"]
     assert _key_vectors(home, embedder, labels) is not first  # the same labels, but the store moved on
     assert np.allclose(_key_vectors(home, embedder, labels).matrix, first.matrix)
+
+
+def test_rows_kept_in_memory_through_random_edits_equal_a_table_built_from_every_mention(vault) -> None:
+    # The rows and inputs of the keys an edit touched are put in their places in the kept lists (sorted again only
+    # when a key comes or goes): after each of these edits the table is the one built from scratch.
+    import random
+
+    rng = random.Random(16)
+    labels = ["Postgres", "postgres", "Falcon", "Lance DB", "LanceDB", "Minji Park", "ADR-0002", "Kafka", "Atlas"]
+    vault.update()
+    for step in range(25):
+        doc_id = rng.choice(sorted(vault.documents))
+        rows = [mention(doc_id, "doc", vault.mentions[doc_id][0][2], "Document")]
+        rows += [mention(doc_id, f"e{number}", label, rng.choice(["Tool", "Project"]), rng.randint(1, 4))
+                 for number, label in enumerate(rng.sample(labels, rng.randint(0, 4)), start=1)]  # fmt: skip
+        vault.put(vault.documents[doc_id], rows)
+        update, full = vault.update()
+        assert update.kept_in_memory, step
+        assert_same_table(update, full)
+        assert [row.key for row in update.rows] == full.keys

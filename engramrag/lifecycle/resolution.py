@@ -145,7 +145,7 @@ def refresh_candidates(
         known = _known_evidence(catalog, asked)
         texts = TextsOnDemand(lambda doc_ids: _document_texts(catalog, doc_ids))
         limit = candidate_config.evidence_per_side
-        finder = EvidenceFinder({}, texts, limit, known, dict(zip(table.keys, update.inputs, strict=True)))
+        finder = EvidenceFinder({}, texts, limit, known, update.digests)
         # Only the keys whose evidence cannot be kept need their mention rows, and only their first documents'
         # texts (a key named in thousands of notes is quoted from the first few that hold its label).
         stale = finder.stale(table.keys if asked is None else sorted(asked))
