@@ -283,10 +283,10 @@ def key_mention_lists(
     again."""
     if keys is None or read is None or not len(read):
         return mention_lists(mentions_of_keys(catalog, labels, None if keys is None else sorted(keys)))
-    distinct = read["label"].unique().tolist()
-    key_of_row = read["label"].map(dict(zip(distinct, map(normalise_label, distinct), strict=True)))
-    held = keys & set(key_of_row)
-    lists = mention_lists(read[key_of_row.isin(held).to_numpy()]) if held else {}
+    key_of_label = {label: normalise_label(label) for label in read["label"].unique().tolist()}
+    held = keys & set(key_of_label.values())
+    wanted = [label for label, key in key_of_label.items() if key in held]  # by label: a few, not a key per row
+    lists = mention_lists(read[read["label"].isin(wanted).to_numpy()]) if held else {}
     rest = sorted(keys - held)
     return lists | mention_lists(mentions_of_keys(catalog, labels, rest)) if rest else lists
 
