@@ -9,14 +9,28 @@ way). A subclass that gives its connections through ``run_connection`` and ``ind
 SQL event log implements (the MySQL and Postgres ones keep pooled engines the same way), changes nothing on disk: the
 Dagster UI (`engram dev`) reads the same files through the stock class, and a database is still created and migrated
 by Dagster, through the first connection to it.
+
+Two more costs of every build, with the files unchanged in kind:
+
+- Each run has its own database, which Dagster creates by making its tables and stamping Alembic's revision: 90 ms
+  of every build. A new run's database is a copy of one Dagster made once per process, in a folder of its own
+  (``_template``): the same tables, revision and journal mode, written whole under a temporary name and renamed.
+- SQLite made every event's commit wait on the disk (``synchronous=FULL``). The kept engines commit with
+  ``synchronous=NORMAL``, which in the WAL journal Dagster sets keeps the database consistent through a crash and
+  can lose only the last events before a power cut: 63 ms of every one-note edit at 10,000 notes.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import sqlite3
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as db
@@ -44,7 +58,9 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
         return cls(inst_data=inst_data, **config_value)
 
     def run_connection(self, run_id: str | None = None) -> AbstractContextManager[Connection]:
-        return self._connection(str(run_id), lambda: super(KeptEngineEventLogStorage, self).run_connection(run_id))
+        if run_id is None:
+            return super().run_connection(run_id)
+        return self._connection(run_id, lambda: super(KeptEngineEventLogStorage, self).run_connection(run_id))
 
     def index_connection(self) -> AbstractContextManager[Connection]:
         return self._connection(INDEX_SHARD, super().index_connection)
@@ -55,6 +71,8 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
             engine = self._kept_engines.get(shard)
             if engine is not None:
                 self._kept_engines.move_to_end(shard)
+        if engine is None and shard != INDEX_SHARD and _made_from_template(self.path_for_shard(shard)):
+            engine = self._keep(shard)
         if engine is None:
             # Dagster's own path creates and migrates the database; the engine is kept once that is done.
             with first() as connection:
@@ -70,17 +88,19 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
         with self._kept_lock:
             return list(self._kept_engines)
 
-    def _keep(self, shard: str) -> None:
+    def _keep(self, shard: str) -> Engine:
         engine = db.create_engine(self.conn_string_for_shard(shard), pool_size=1, max_overflow=0,
                                   connect_args={"timeout": BUSY_TIMEOUT_S})  # fmt: skip
+        db.event.listen(engine, "connect", _committing_without_waiting)
         with self._kept_lock:
             if shard in self._kept_engines:
                 engine.dispose()
-                return
+                return self._kept_engines[shard]
             self._kept_engines[shard] = engine
             runs = [name for name in self._kept_engines if name != INDEX_SHARD]
             for name in runs[: max(0, len(runs) - KEPT_RUN_ENGINES)]:
                 self._kept_engines.pop(name).dispose()
+            return engine
 
     def dispose(self) -> None:
         with self._kept_lock:
@@ -88,6 +108,43 @@ class KeptEngineEventLogStorage(SqliteEventLogStorage):
                 engine.dispose()
             self._kept_engines.clear()
         super().dispose()
+
+
+def _committing_without_waiting(connection: Any, _record: Any) -> None:
+    connection.execute("PRAGMA synchronous=NORMAL")
+
+
+def _made_from_template(path: str) -> bool:
+    """Whether ``path`` (a run's database) was just made as a copy of ``_template``; False when it exists already."""
+    if os.path.exists(path):
+        return False
+    temporary = f"{path}.{os.getpid()}.partial"
+    with open(temporary, "wb") as file:
+        file.write(_template())
+    try:
+        os.link(temporary, path)  # fails when another writer made it meanwhile (that one stays), or without links
+    except OSError:
+        return False
+    finally:
+        os.unlink(temporary)
+    return True
+
+
+@functools.cache
+def _template() -> bytes:
+    """A run's database as Dagster makes it (tables, Alembic revision, WAL journal), made once per process in a
+    folder of its own."""
+    with tempfile.TemporaryDirectory(prefix="engram-run-template-") as folder:
+        storage = SqliteEventLogStorage(folder)
+        try:
+            with storage.run_connection("template"):
+                pass
+        finally:
+            storage.dispose()
+        path = storage.path_for_shard("template")
+        with closing(sqlite3.connect(path)) as connection:  # everything in the file itself, none left in its WAL
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return Path(path).read_bytes()
 
 
 def event_log_overrides(runs_folder: str) -> dict[str, Any]:

@@ -2,6 +2,10 @@
 ``open_instance`` gives are in the same files the stock Dagster class (what the Dagster UI opens) reads, and only the
 latest runs' engines are kept."""
 
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
 import dagster as dg
 
 from engramrag.store import Home
@@ -38,7 +42,18 @@ def test_runs_stored_through_kept_engines_read_the_same_through_dagsters_own_cla
     assert [name for name in kept if name != INDEX_SHARD] == run_ids[-KEPT_RUN_ENGINES:]
     written = {run_id: [record.event_log_entry.dagster_event_type for record in
                         instance.get_records_for_run(run_id).records] for run_id in run_ids}  # fmt: skip
+    with storage.run_connection(run_ids[-1]) as connection:  # a kept engine commits without waiting on the disk
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
     instance.dispose()
+    # Each run's database was made from Dagster's own (one per process): its journal and revision, nothing left over.
+    runs_folder = Path(storage.path_for_shard(run_ids[0])).parent
+    assert not list(runs_folder.glob("*.partial"))
+    for run_id in run_ids:
+        with closing(sqlite3.connect(storage.path_for_shard(run_id))) as database:
+            assert database.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            revision = database.execute("SELECT version_num FROM alembic_version").fetchall()
+        with closing(sqlite3.connect(storage.path_for_shard(INDEX_SHARD))) as database:
+            assert revision == database.execute("SELECT version_num FROM alembic_version").fetchall() != []
     assert storage.kept_databases == []
 
     stock = dg.DagsterInstance.from_config(str(home.dagster_home))
