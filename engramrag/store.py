@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_HOME = ".engram"
+_exclusive_held = threading.local()  # per thread: the lock files it holds exclusively (``Home._lock``)
 
 
 class StoreBusy(RuntimeError):
@@ -79,12 +81,26 @@ class Home:
         with self._lock(fcntl.LOCK_SH, timeout_s):
             yield
 
-    def _lock(self, mode: int, timeout_s: float) -> AbstractContextManager[None]:
-        return file_lock(
-            self.root / ".stores.lock", mode, timeout_s,
+    @contextmanager
+    def _lock(self, mode: int, timeout_s: float) -> Iterator[None]:
+        # A thread that holds the exclusive lock (a resident build's catalog session) already has what it asks for: a
+        # second flock of the file from this process would wait on its own.
+        path = self.root / ".stores.lock"
+        held = _exclusive_held.__dict__.setdefault("paths", set())
+        if path in held:
+            yield
+            return
+        with file_lock(
+            path, mode, timeout_s,
             f"{self.root}: the stores are busy with a running build for over {timeout_s:.0f}s; "
             "wait for it to finish (see the Dagster UI) and try again.",
-        )
+        ):
+            if mode == fcntl.LOCK_EX:
+                held.add(path)
+            try:
+                yield
+            finally:
+                held.discard(path)
 
     def size_bytes(self) -> dict[str, int]:
         """On-disk size of each store, for metrics."""

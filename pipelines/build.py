@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engramrag.catalog.connection import catalog_session
 from engramrag.embed.base import Embedder
 from engramrag.embed.registry import make_embedder
 from engramrag.extract.registry import extractor_id, make_extractor
@@ -179,9 +180,10 @@ def _run_build(
             assets=LIFECYCLE_ASSETS, asset_checks=[*provenance_checks, *resolution_checks], jobs=[job],
             resources={"engram": stores},
         )  # fmt: skip
-        result = definitions.resolve_job_def(job.name).execute_in_process(
-            run_config=run_config, instance=instance, tags=tags, raise_on_error=False
-        )
+        with catalog_session(home, bucket_count) if kept is not None and _small(plan) else nullcontext():
+            result = definitions.resolve_job_def(job.name).execute_in_process(
+                run_config=run_config, instance=instance, tags=tags, raise_on_error=False
+            )
     checks = {
         evaluation.check_name: evaluation.passed
         for evaluation in (
@@ -196,6 +198,15 @@ def _run_build(
         if event.event_type_value == "STEP_FAILURE" and event.event_specific_data.error
     ]
     return BuildOutcome(result.run_id, result.success, buckets, checks, errors, _asset_metadata(result.all_events))
+
+
+# A resident builder's build of at most this many changed files keeps the catalog attached for its run
+# (``catalog_session``); a larger one lets other processes' readers in between its steps.
+SESSION_MAX_CHANGES = 32
+
+
+def _small(plan: ChangePlan | None) -> bool:
+    return plan is not None and sum(len(entries) for entries in plan.changes.values()) <= SESSION_MAX_CHANGES
 
 
 def _asset_metadata(events) -> dict[str, dict[str, Any]]:

@@ -49,9 +49,27 @@ def catalog_reader(home: Home) -> Iterator[duckdb.DuckDBPyConnection | None]:
             yield connection
 
 
+@contextmanager
+def catalog_session(home: Home, bucket_count: int) -> Iterator[None]:
+    """The catalog attached once for the whole block, under the home's exclusive lock: every ``catalog_writer`` and
+    ``catalog_reader`` of this thread inside it uses that attachment instead of attaching and detaching the file
+    (which checkpoints it), and it is detached, with one checkpoint, at the end. For a resident builder's small
+    builds (``engram watch``): a one-note edit attached the catalog 34 times, 0.37 s of it. Other processes'
+    readers wait for the block's end as they wait for any write."""
+    with catalog_writer(home, bucket_count) as connection:
+        alias = connection.execute("SELECT current_database()").fetchone()[0]
+        held = _sessions.__dict__.setdefault("aliases", {})
+        held[home.catalog_path] = alias
+        try:
+            yield
+        finally:
+            held.pop(home.catalog_path, None)
+
+
 _host_lock = threading.Lock()
 _host: tuple[int, duckdb.DuckDBPyConnection] | None = None
 _aliases = itertools.count()
+_sessions = threading.local()  # per thread: the catalog files ``catalog_session`` holds attached, by path
 
 
 @contextmanager
@@ -60,7 +78,13 @@ def _attached(path: Path, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection
     and detached after (which checkpoints it and lets go of the file, as closing a connection of its own did).
     Starting a DuckDB instance costs 15-20 ms whatever it opens, and a one-note build opened the catalog about 90
     times; attaching the file costs 3-4 ms. DuckDB refuses a second read-write attachment of one file in the process,
-    as it refused a second connection with other settings; the home's locks keep writers and readers apart."""
+    as it refused a second connection with other settings; the home's locks keep writers and readers apart. Inside
+    ``catalog_session`` the session's attachment is used, and left attached."""
+    session = _sessions.__dict__.get("aliases", {}).get(path)
+    if session is not None:
+        with _using(session) as connection:
+            yield connection
+        return
     connection = _host_connection()
     alias = f"catalog_{next(_aliases)}"
     try:
@@ -75,6 +99,19 @@ def _attached(path: Path, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection
             connection.execute("USE memory")
             connection.execute(f"DETACH {alias}")
     finally:
+        connection.close()
+
+
+@contextmanager
+def _using(alias: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection of its own whose default database is the attached ``alias``."""
+    connection = _host_connection()
+    try:
+        connection.execute(f"USE {alias}")
+        yield connection
+    finally:
+        with suppress(duckdb.Error):
+            connection.execute("ROLLBACK")  # a transaction the block left open (after an error) ends here
         connection.close()
 
 
