@@ -132,6 +132,13 @@ def test_neighbours_break_ties_by_index_and_an_update_equals_a_full_search() -> 
     assert 5 <= update.recomputed < 60 and update.kept == len(after_keys) - update.recomputed
     unchanged = update_neighbours(full, after_keys, after_vectors, after_keys, after_vectors, k=5)
     assert unchanged.recomputed == 0 and np.array_equal(unchanged.neighbours.indices, full.indices)
+    # The very read-only vectors of the same keys (a resident build's edit that names nothing new): the lists as
+    # they were, not compared again; a writable matrix (which may have changed in place) is compared.
+    after_vectors.setflags(write=False)
+    taken = update_neighbours(full, after_keys, after_vectors, after_keys, after_vectors, k=5)
+    assert taken.neighbours is full and (taken.recomputed, taken.kept) == (0, len(after_keys))
+    writable = after_vectors.copy()
+    assert update_neighbours(full, after_keys, writable, after_keys, writable, k=5).neighbours is not full
 
 
 def test_labels_arriving_near_kept_ones_enter_their_lists_as_a_full_search_puts_them() -> None:
@@ -955,7 +962,7 @@ def test_most_common_values_and_wordings_are_the_pandas_group_bys() -> None:
                 .sort_values(["node", "count", "first"], ascending=[True, False, True]).drop_duplicates("node")
             )  # fmt: skip
             expected = pd.Series(counted[column].tolist(), index=counted["node"].tolist()).reindex(range(nodes))
-            found = _most_common(value_runs(frame, column), nodes)
+            found = _most_common(value_runs(frame, column), nodes, column)
             assert [None if v != v else v for v in found] == [None if v != v else v for v in expected.tolist()]
         wordings: list[list[str]] = [[] for _ in range(nodes)]
         distinct = frame.drop_duplicates(["node", "label"])

@@ -76,6 +76,9 @@ def update_neighbours(
     n = vectors.shape[0]
     if previous.indices.shape[1] != k:
         return NeighbourUpdate(nearest_neighbours(vectors, k), n, 0)
+    if vectors is previous_vectors and not vectors.flags.writeable and keys == previous_keys:
+        # The very read-only vectors of the same keys (a resident build's edit that named nothing new): the same lists.
+        return NeighbourUpdate(previous, 0, n)
     new_of_old, old_of_new, changed = match_keys(previous_keys, keys, equal_rows(previous_vectors, vectors))
     # A kept label's old list, renumbered; a neighbour that left or changed makes its list unusable.
     kept_rows = np.nonzero(~changed)[0]
