@@ -85,21 +85,18 @@ def _attached(path: Path, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection
         with _using(session) as connection:
             yield connection
         return
-    connection = _host_connection()
+    host = _host_connection()
     alias = f"catalog_{next(_aliases)}"
     try:
         quoted = str(path).replace("'", "''")
-        connection.execute(f"ATTACH '{quoted}' AS {alias}" + (" (READ_ONLY)" if read_only else ""))
+        host.execute(f"ATTACH '{quoted}' AS {alias}" + (" (READ_ONLY)" if read_only else ""))
         try:
-            connection.execute(f"USE {alias}")
-            yield connection
+            with _using(alias) as connection:
+                yield connection
         finally:
-            with suppress(duckdb.Error):
-                connection.execute("ROLLBACK")  # a transaction the block left open (after an error) ends here
-            connection.execute("USE memory")
-            connection.execute(f"DETACH {alias}")
+            host.execute(f"DETACH {alias}")
     finally:
-        connection.close()
+        host.close()
 
 
 @contextmanager
