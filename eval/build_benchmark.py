@@ -248,7 +248,25 @@ def delete_and_rename(vault: Path, seed: int, avoid: str) -> dict[str, str]:
 # --- one size ----------------------------------------------------------------------------------------------
 
 
-def bench_size(size: int, seed: int, extractor: str, delete_rename: bool, keep: Path | None) -> dict[str, Any]:
+def resident_phase(scratch: Path, logs: Path, rounds: int, seed: int, full_wall_s: float | None) -> dict[str, Any]:
+    """``rounds`` one-note edits through `engram watch`'s resident builder on this run's home
+    (``eval.resident_edits``, its own process after a warm-up edit), and their median against this run's full
+    build."""
+    command = [sys.executable, "-m", "eval.resident_edits", "--home", str(scratch), "--rounds", str(rounds),
+               "--seed", str(seed + 1000), "--out", str(logs)]  # fmt: skip
+    measured = run_measured(command, logs / "resident-edits")
+    written = sorted(logs.glob("resident-edits-*.json"), key=lambda path: path.stat().st_mtime)
+    record = json.loads(written[-1].read_text()) if measured["exit_code"] == 0 and written else {}
+    median = record.get("median_edit_s")
+    ratio = round(median / full_wall_s, 5) if median and full_wall_s else None
+    return {"command": command, "exit_code": measured["exit_code"], "median_edit_s": median, "ratio": ratio,
+            "target_met": ratio is not None and ratio < INCREMENTAL_TARGET,
+            "edits_s": [run["edit_to_built_s"] for run in record.get("runs", [])]}  # fmt: skip
+
+
+def bench_size(
+    size: int, seed: int, extractor: str, delete_rename: bool, keep: Path | None, resident_edits: int = 0
+) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix=f"engram-bench-{size}-"))
     vault, home, logs = scratch / "vault", scratch / "home", scratch / "logs"
     logs.mkdir(parents=True)
@@ -292,6 +310,13 @@ def bench_size(size: int, seed: int, extractor: str, delete_rename: bool, keep: 
             report_run(size, "delete_rename", runs["delete_rename"])
             # A rename is a new path: one new document to extract, two paths whose graphs go.
             expect(result, "delete_rename", runs["delete_rename"], extracted=1, deleted=2, loud=False)
+
+        if resident_edits:
+            result["resident"] = resident_phase(scratch, logs, resident_edits, seed, runs["full"]["wall_s"])
+            resident = result["resident"]
+            say(f"[{size}] {resident_edits} edits through `engram watch` (one process, the same run): median "
+                f"{resident['median_edit_s']} s = {100 * (resident['ratio'] or 0):.2f}% of the full build "
+                f"(aim < {100 * INCREMENTAL_TARGET:.0f}%): {'MET' if resident['target_met'] else 'NOT MET'}")
 
         result["quads_compacted"] = compacted_quads(home / "quads", scratch / "quads-compacted")
         say(f"[{size}] quad store once compacted: {result['quads_compacted']['bytes'] / 2**30:.2f} GiB")
@@ -461,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extractor", default="rules", help="Extractor passed to `engram build` (default rules).")
     parser.add_argument("--no-delete-rename", action="store_true", help="Skip the delete-and-rename rebuild.")
     parser.add_argument("--keep", type=Path, help="Move each vault, home and the build logs here instead of deleting.")
+    parser.add_argument("--resident-edits", type=int, default=0, metavar="N",
+                        help="Also N one-note edits through `engram watch` on the built home (eval.resident_edits), "
+                             "their median against this run's full build.")
     args = parser.parse_args(argv)
 
     info = machine()
@@ -475,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC)
     results = []
     for size in args.sizes:
-        results.append(bench_size(size, args.seed, args.extractor, not args.no_delete_rename, args.keep))
+        results.append(bench_size(size, args.seed, args.extractor, not args.no_delete_rename, args.keep,
+                                  args.resident_edits))
     print_table(results)
 
     failures = [line for result in results for line in result.get("failures", [])]
