@@ -17,6 +17,7 @@ from engramrag.arrow_files import file_stamp
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+A = TypeVar("A")
 
 
 class RunMemo(Generic[K, V]):
@@ -75,6 +76,13 @@ class Same:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Same) and other.value is self.value
+
+
+def read_only(array: A) -> A:
+    """``array`` (a numpy array) made read-only: a value a memo keeps and hands out again, which no caller may change
+    in place (the next run's lookups trust it is what was made)."""
+    array.setflags(write=False)
+    return array
 
 
 class LastKept(Generic[V]):

@@ -356,11 +356,12 @@ def test_observations_patched_note_by_note_give_the_chains_of_every_note_gathere
     name_sources = (list(zip(titles, [()] * len(titles), strict=True)), labels, {("Minji Park", ("MJ",))}, [])
 
     def gathered_whole() -> tuple:
-        kept = observations._kept.value, versions._kept_chains.value  # a whole gathering, leaving the kept one be
+        kept = observations._kept.get("last"), versions._kept_chains.get("last")  # a whole gathering; the kept stay
         try:
             return chains_of(documents, stated, names_of(*name_sources), links, config)
         finally:
-            observations._kept.value, versions._kept_chains.value = kept
+            for holder, value in zip((observations._kept, versions._kept_chains), kept, strict=True):
+                holder.put("last", value)
 
     patched_runs = 0
     for step in range(40):

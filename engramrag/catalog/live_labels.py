@@ -68,8 +68,7 @@ def _read(catalog: duckdb.DuckDBPyConnection, catalog_path: Path) -> _Read:
             f"SELECT {_FIRST_MENTION} AS first, e.label FROM entities e JOIN documents d USING (doc_id) "
             "WHERE NOT d.gone GROUP BY e.label ORDER BY first, e.label"
         ).fetchall()
-        keyed = [(first, label) for first, label in keyed]
-        read = _Read(state, tuple(label for _, label in keyed), dict((label, first) for first, label in keyed), keyed,
+        read = _Read(state, tuple(label for _, label in keyed), {label: first for first, label in keyed}, keyed,
                      extractions)  # fmt: skip
     _kept.put(str(catalog_path), read)
     return read

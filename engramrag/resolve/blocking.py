@@ -34,7 +34,7 @@ from engramrag.resolve.form_grams import FormGrams, FormIds
 from engramrag.resolve.keytable import KeyTable
 from engramrag.resolve.surface import edit_similarity
 from engramrag.resolve.surface_pairs import SurfacePairs
-from engramrag.run_memo import RunMemo
+from engramrag.run_memo import RunMemo, read_only
 
 
 def blocked_pairs(
@@ -105,13 +105,8 @@ def _alias_leg(table: KeyTable) -> np.ndarray:
     inputs = (tuple(table.keys), tuple(table.declared), tuple(table.written), tuple(table.names))
     with _ALIAS_LEGS.run() as made:
         # Flattened as they come: np.array over a list of a million tuples took 2.7 s at 100,000 notes.
-        return made(inputs, lambda: _read_only(np.fromiter(chain.from_iterable(_alias_pairs(table)),
-                                                           dtype=np.int64).reshape(-1, 2)))  # fmt: skip
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
+        return made(inputs, lambda: read_only(np.fromiter(chain.from_iterable(_alias_pairs(table)),
+                                                          dtype=np.int64).reshape(-1, 2)))  # fmt: skip
 
 
 _ALIAS_LEGS: RunMemo[tuple, np.ndarray] = RunMemo()

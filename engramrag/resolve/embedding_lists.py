@@ -27,7 +27,7 @@ import numpy as np
 from engramrag.npz_files import joined_texts, load_arrays, save_arrays, split_texts
 from engramrag.resolve.candidate_config import CandidateConfig
 from engramrag.retrieve.neighbours import equal_rows, equal_values, match_keys
-from engramrag.run_memo import RunMemo
+from engramrag.run_memo import RunMemo, read_only
 
 BLOCK = 2048
 DIGITS = 6
@@ -264,7 +264,7 @@ def _proposed(
         # Every listed pair's outcome was kept, and as many were kept as are listed: the kept outcomes serve as
         # they are (an outcome is a function of the two vectors), not sorted and written again.
         cache.cuts = replace(previous, compared=0)
-        return _read_only(rows[reached], cols[reached]), cache.cuts
+        return (read_only(rows[reached]), read_only(cols[reached])), cache.cuts
     for start in range(0, len(unknown), BLOCK * width):
         chosen = unknown[start : start + BLOCK * width]
         first = np.asarray(vectors[rows[chosen]], dtype=np.float64)
@@ -273,13 +273,7 @@ def _proposed(
     cuts = PairCuts.of(left, right, reached, settings.fingerprint, compared=len(unknown))
     if cache is not None:
         cache.cuts = cuts
-    return _read_only(rows[reached], cols[reached]), cuts
-
-
-def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    for array in arrays:
-        array.setflags(write=False)
-    return arrays
+    return (read_only(rows[reached]), read_only(cols[reached])), cuts
 
 
 _PROPOSED: RunMemo[tuple, tuple[tuple[np.ndarray, np.ndarray], PairCuts]] = RunMemo()

@@ -167,9 +167,7 @@ def update_key_table(
             inputs = key_inputs(catalog, labels)
     else:
         inputs = key_inputs(catalog, labels)
-        stored = {} if whole else _stored_rows(catalog)
-        stored_digests = {key: digest for key, (digest, _row) in stored.items()}
-        stored_rows = {key: row for key, (_digest, row) in stored.items()}
+        stored_digests, stored_rows = ({}, {}) if whole else _stored_rows(catalog)
     # Only a touched key's inputs can differ from the stored ones when the others' were taken from them.
     looked = inputs.keys() if touched is None else touched & inputs.keys()
     changed = sorted(key for key in looked if stored_digests.get(key) != inputs[key])
@@ -296,13 +294,13 @@ def _row_count(catalog: duckdb.DuckDBPyConnection) -> int:
     return catalog.execute("SELECT count(*) FROM resolution_keys").fetchall()[0][0]
 
 
-def _stored_rows(catalog: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, KeyRow]]:
+def _stored_rows(catalog: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], dict[str, KeyRow]]:
+    """The stored rows: per key its inputs, and per key its row."""
     found = catalog.execute(f"SELECT {', '.join(KEY_ROW_COLUMNS)} FROM resolution_keys").fetchall()
-    return {
-        key: (inputs, KeyRow(key, label, kind, check_kind, frozenset(declared), frozenset(written),
-                             frozenset(documents)))
-        for key, inputs, label, kind, check_kind, declared, written, documents in found
-    }  # fmt: skip
+    digests = {key: inputs for key, inputs, *_ in found}
+    rows = {key: KeyRow(key, label, kind, check_kind, frozenset(declared), frozenset(written), frozenset(documents))
+            for key, _inputs, label, kind, check_kind, declared, written, documents in found}  # fmt: skip
+    return digests, rows
 
 
 def _front_matter(catalog: duckdb.DuckDBPyConnection, mentions: pd.DataFrame) -> pd.DataFrame:

@@ -38,7 +38,7 @@ from engramrag.retrieve.neighbours import Neighbours, NeighbourUpdate, nearest_n
 from engramrag.retrieve.note_bm25 import NoteIndex
 from engramrag.retrieve.relation_edges import relation_sums
 from engramrag.retrieve.sorted_keys import key_runs, summed_by_key
-from engramrag.run_memo import RunMemo, Same
+from engramrag.run_memo import RunMemo, Same, read_only
 from engramrag.vault.dates import document_date
 
 
@@ -259,12 +259,7 @@ def _node_vectors(
     # The same stored matrix and the same rows as the last build: its gathered matrix (60 ms at 10,000 notes).
     with _NODE_MATRIX.run() as made:
         return made((Same(label_vectors.matrix), row_of_node.tobytes()),
-                    lambda: _read_only(label_vectors.matrix[row_of_node]))  # fmt: skip
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
+                    lambda: read_only(label_vectors.matrix[row_of_node]))  # fmt: skip
 
 
 _NODE_MATRIX: RunMemo[tuple, np.ndarray] = RunMemo()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from engramrag.extract.properties import KEY_SEPARATORS
 from engramrag.extract.textutil import normalise_label
-from engramrag.run_memo import RunMemo
+from engramrag.run_memo import LastKept, RunMemo
 
 if TYPE_CHECKING:
     from engramrag.revise.versions import Names, StatedValue, VersionConfig
@@ -226,7 +226,7 @@ def gathered_observations(
     series = _series_titles(docs)
     edition = names.edition()
     names_token = _NAMES_TOKEN.of(edition) if edition is not None else None
-    kept, _kept.value = _kept.value, None  # put back only once this run has gathered
+    kept = _kept.pop(_LAST)  # put back only once this run has gathered
     asked = _Asked(names)
     rows = {doc_id: _comparable(doc) for doc_id, doc in docs.items()}
     places = {doc_id: _comparable((doc.path, doc.title)) for doc_id, doc in docs.items()}  # type: ignore[attr-defined]
@@ -259,7 +259,7 @@ def gathered_observations(
     kept.rows, kept.keys, kept.places = rows, keys, places
     gathered = Gathered(kept.found, changed, since)
     kept.token = gathered.token
-    _kept.value = kept
+    _kept.put(_LAST, kept)
     if counts is not None:
         counts.notes += kept.notes
         counts.observed = asked.observed
@@ -382,12 +382,8 @@ class _Kept:
         return held
 
 
-@dataclass
-class _Holder:
-    value: _Kept | None = None
-
-
-_kept = _Holder()  # one gathering per process: the timeline's of the home it builds
+_LAST = "last"
+_kept: LastKept[_Kept] = LastKept(size=1)  # one gathering per process: the timeline's of the home it builds
 
 
 @lru_cache(maxsize=1 << 18)  # every note's title, twice per timeline run

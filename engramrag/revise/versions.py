@@ -44,7 +44,7 @@ from engramrag.extract.textutil import normalise_label
 from engramrag.revise.declarations import VALUE_PREFIX
 from engramrag.revise.observations import Observation, ObservedNotes, gathered_observations, subject_title
 from engramrag.revise.references import ReferenceIndex
-from engramrag.run_memo import RunMemo
+from engramrag.run_memo import LastKept, RunMemo
 from engramrag.vault.dates import find_date
 
 NOT_PROPERTIES = frozenset({
@@ -240,7 +240,7 @@ def chains_of(
     docs = {str(row.doc_id): row for row in documents.itertuples(index=False)}
     gathered = gathered_observations(stated, docs, table, config, names, counts, stated_keys)
     observed = gathered.found
-    kept, _kept_chains.value = _kept_chains.value, None
+    kept = _kept_chains.pop(_LAST)
     if gathered.changed is not None and kept is not None and kept.token is gathered.since:
         # The chains of the keys whose observations did not change are the last run's (their notes' links too: a
         # gathering is patched only while no note was renamed or retitled).
@@ -271,7 +271,7 @@ def chains_of(
         chain_rows, chain_replaced = chains[key]
         rows += chain_rows
         replaced += chain_replaced
-    _kept_chains.value = _KeptChains(gathered.token, chains)
+    _kept_chains.put(_LAST, _KeptChains(gathered.token, chains))
     return rows, replaced
 
 
@@ -281,12 +281,8 @@ class _KeptChains:
     chains: dict[tuple[str, str], tuple[list[ValueRow], list[ValueSupersession]]]
 
 
-@dataclass
-class _ChainsHolder:
-    value: _KeptChains | None = None
-
-
-_kept_chains = _ChainsHolder()  # the chains of this process's last run, for the next to patch
+_LAST = "last"
+_kept_chains: LastKept[_KeptChains] = LastKept(size=1)  # this process's last chains, for the next run to patch
 _CHAINS: RunMemo[tuple, tuple[list[ValueRow], list[ValueSupersession]]] = RunMemo()
 
 
